@@ -1,0 +1,279 @@
+"""Typed, strict configuration: a YAML file, then ``LAKEHOUSE__SECTION__KEY`` environment
+overrides, then command-line flags, each winning over the one before.
+
+Unknown keys are errors that name the file and the key, so a typo never silently falls back
+to a default. Relative paths are resolved against the current directory of the process that
+loads the configuration, which is where ``make`` and ``spark-submit`` are started.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from lakehouse.errors import ConfigError
+
+ENV_PREFIX = "LAKEHOUSE__"
+DEFAULT_CONF_PATH = Path("conf/lakehouse.yaml")
+
+
+class TableFormat(StrEnum):
+    """The two open table formats a table can be stored in."""
+
+    DELTA = "delta"
+    ICEBERG = "iceberg"
+
+
+class Zone(StrEnum):
+    """Medallion zones plus the operational namespace."""
+
+    BRONZE = "bronze"
+    SILVER = "silver"
+    GOLD = "gold"
+    OPS = "ops"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SparkSettings(_Strict):
+    """How the one SparkSession of a process is built."""
+
+    master: str = "local[*]"
+    app_name: str = "lakehouse-replay"
+    shuffle_partitions: int = Field(default=4, ge=1)
+    driver_memory: str = "2g"
+    log_level: str = "ERROR"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class JarSettings(_Strict):
+    """JVM packages and where they are resolved once, outside git."""
+
+    cache_dir: str = "~/.cache/lakehouse-replay/ivy"
+    packages: tuple[str, ...] = (
+        "io.delta:delta-spark_4.1_2.13:4.4.0",
+        "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0",
+        "org.xerial:sqlite-jdbc:3.53.2.1",
+    )
+    # Transitive dependencies that Spark itself already ships; resolving them again
+    # would put a second, older copy on the class path (Delta's kernel modules declare them).
+    excludes: tuple[str, ...] = (
+        "org.apache.hadoop:hadoop-client-runtime",
+        "org.apache.hadoop:hadoop-client-api",
+        "com.fasterxml.jackson.core:jackson-databind",
+        "com.fasterxml.jackson.core:jackson-core",
+        "com.fasterxml.jackson.core:jackson-annotations",
+        "com.fasterxml.jackson.datatype:jackson-datatype-jdk8",
+        "org.apache.parquet:parquet-hadoop",
+        "org.scala-lang:scala-library",
+        "org.slf4j:slf4j-api",
+        "org.apache.logging.log4j:log4j-api",
+        "org.apache.logging.log4j:log4j-core",
+        "org.apache.logging.log4j:log4j-slf4j2-impl",
+        "org.roaringbitmap:RoaringBitmap",
+        "org.roaringbitmap:shims",
+    )
+    repository: str = "https://repo1.maven.org/maven2/"
+
+
+class IcebergCatalogSettings(_Strict):
+    """The Iceberg catalog; JDBC on SQLite under the work dir unless told otherwise."""
+
+    name: str = "lake"
+    type: Literal["jdbc", "rest", "hive", "hadoop"] = "jdbc"
+    uri: str | None = None
+    warehouse: str | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_identifier(cls, value: str) -> str:
+        if not value.isidentifier() or value == "spark_catalog":
+            raise ValueError("must be a plain identifier other than 'spark_catalog'")
+        return value
+
+
+class TableSettings(_Strict):
+    """One table as configured: where it lives, what it holds and how it is laid out."""
+
+    zone: Zone
+    format: TableFormat | None = None
+    schema_ddl: str = Field(alias="schema")
+    partition_by: tuple[str, ...] = ()
+    sort_by: tuple[str, ...] = ()
+    properties: dict[str, str] = Field(default_factory=dict)
+    description: str = ""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _default_zone_formats() -> dict[Zone, TableFormat]:
+    return {
+        Zone.BRONZE: TableFormat.DELTA,
+        Zone.SILVER: TableFormat.ICEBERG,
+        Zone.GOLD: TableFormat.ICEBERG,
+        Zone.OPS: TableFormat.DELTA,
+    }
+
+
+class LakehouseConfig(_Strict):
+    """The whole configuration of one lakehouse."""
+
+    workdir: Path = Path("work")
+    warehouse: str | None = None
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    jars: JarSettings = Field(default_factory=JarSettings)
+    iceberg: IcebergCatalogSettings = Field(default_factory=IcebergCatalogSettings)
+    zone_formats: dict[Zone, TableFormat] = Field(default_factory=_default_zone_formats)
+    force_format: TableFormat | None = None
+    tables: dict[str, TableSettings] = Field(default_factory=dict)
+    source_path: Path | None = None
+
+    @field_validator("tables")
+    @classmethod
+    def _logical_names(cls, tables: dict[str, TableSettings]) -> dict[str, TableSettings]:
+        for name, table in tables.items():
+            parts = name.split(".")
+            if len(parts) != 2 or not all(p.isidentifier() for p in parts):
+                raise ValueError(f"table name {name!r} must look like '<zone>.<name>'")
+            if parts[0] != table.zone.value:
+                raise ValueError(f"table {name!r} is in zone {table.zone.value!r}; prefix differs")
+        return tables
+
+    # -- derived locations ---------------------------------------------------------------
+
+    @property
+    def workdir_path(self) -> Path:
+        return self.workdir.expanduser().resolve()
+
+    @property
+    def warehouse_uri(self) -> str:
+        """Where table data lives (a local folder by default, an object store on clusters)."""
+        if self.warehouse:
+            return _as_uri(self.warehouse)
+        return (self.workdir_path / "warehouse").as_uri()
+
+    @property
+    def iceberg_uri(self) -> str:
+        if self.iceberg.uri:
+            return self.iceberg.uri
+        return f"jdbc:sqlite:{self.workdir_path / 'iceberg_catalog.db'}"
+
+    @property
+    def iceberg_warehouse_uri(self) -> str:
+        return _as_uri(self.iceberg.warehouse) if self.iceberg.warehouse else self.warehouse_uri
+
+    @property
+    def jar_cache_path(self) -> Path:
+        return Path(self.jars.cache_dir).expanduser().resolve()
+
+    def format_of(self, table: TableSettings) -> TableFormat:
+        """The format a table is stored in: forced, declared, or its zone's default."""
+        if self.force_format is not None:
+            return self.force_format
+        if table.format is not None:
+            return table.format
+        return self.zone_formats.get(table.zone, TableFormat.DELTA)
+
+
+def _as_uri(location: str) -> str:
+    if "://" in location or location.startswith("file:"):
+        return location
+    return Path(location).expanduser().resolve().as_uri()
+
+
+# -- loading --------------------------------------------------------------------------------
+
+
+def load_config(
+    path: Path | str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> LakehouseConfig:
+    """Load the configuration: file, then environment overrides, then explicit overrides.
+
+    ``overrides`` uses dotted keys (``{"workdir": "/tmp/x", "spark.master": "local[2]"}``)
+    and is how command-line flags win over everything else.
+    """
+    conf_path = Path(path) if path is not None else DEFAULT_CONF_PATH
+    raw = _read_yaml(conf_path)
+    env = os.environ if environ is None else environ
+    for dotted, value in _env_overrides(env).items():
+        _set_dotted(raw, dotted, value, source=f"environment variable {_env_name(dotted)}")
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _set_dotted(raw, dotted, value, source=f"flag for {dotted}")
+    raw["source_path"] = str(conf_path.resolve())
+    try:
+        return LakehouseConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe_validation_error(conf_path, exc)) from None
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(
+            f"{path}: configuration file not found; pass --conf PATH or create it "
+            f"(the shipped default is conf/lakehouse.yaml)"
+        )
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}:{where} is not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
+    return data
+
+
+def _env_name(dotted: str) -> str:
+    return ENV_PREFIX + "__".join(part.upper() for part in dotted.split("."))
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for name, value in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        dotted = ".".join(part.lower() for part in name[len(ENV_PREFIX) :].split("__"))
+        if not dotted:
+            continue
+        try:
+            found[dotted] = yaml.safe_load(value) if value != "" else ""
+        except yaml.YAMLError:
+            found[dotted] = value
+    return found
+
+
+def _set_dotted(raw: dict[str, Any], dotted: str, value: Any, *, source: str) -> None:
+    node = raw
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{source}: {part!r} is not a section, cannot set {dotted!r}")
+        node = child
+    node[parts[-1]] = value
+
+
+def _describe_validation_error(path: Path, exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    key = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "extra_forbidden":
+        return f"{path}: unknown key '{key}'; remove it or check its spelling"
+    if first["type"] == "missing":
+        return f"{path}: missing key '{key}'"
+    value = first.get("input")
+    return f"{path}: key '{key}' has invalid value {value!r}: {first['msg']}"

@@ -1,0 +1,104 @@
+"""The one place a SparkSession is built.
+
+Delta Lake is Spark's ``spark_catalog`` (Delta tables are addressed by path, so nothing
+depends on a metastore) and Iceberg is a second, named catalog in the same session. On a
+cluster the same settings come from ``lakehouse submit-args``; locally the jars come from
+the resolved cache (see :mod:`lakehouse.jars`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from lakehouse.config import LakehouseConfig
+from lakehouse.jars import check_java, resolve_jars
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SPARK_EXTENSIONS = (
+    "io.delta.sql.DeltaSparkSessionExtension,"
+    "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+)
+
+
+def catalog_conf(config: LakehouseConfig) -> dict[str, str]:
+    """Spark settings for the catalogs and formats: the part a cluster submission needs too."""
+    name = config.iceberg.name
+    prefix = f"spark.sql.catalog.{name}"
+    conf = {
+        "spark.sql.extensions": SPARK_EXTENSIONS,
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.type": config.iceberg.type,
+        f"{prefix}.warehouse": config.iceberg_warehouse_uri,
+        # Delta's default of 7 days would refuse the short retentions used in tests and demos;
+        # retention is decided by conf/policies.yaml, not by this guard.
+        "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    if config.iceberg.type in ("jdbc", "rest", "hive"):
+        conf[f"{prefix}.uri"] = config.iceberg_uri
+    if config.iceberg.type == "jdbc":
+        conf[f"{prefix}.jdbc.schema-version"] = "V1"
+    for key, value in config.iceberg.properties.items():
+        conf[f"{prefix}.{key}"] = value
+    return conf
+
+
+def session_conf(config: LakehouseConfig) -> dict[str, str]:
+    """Every setting of the local session, before user overrides in ``spark.conf``."""
+    conf = catalog_conf(config)
+    conf.update(
+        {
+            "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
+            "spark.default.parallelism": str(max(2, config.spark.shuffle_partitions)),
+            "spark.driver.memory": config.spark.driver_memory,
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.adaptive.enabled": "true",
+            # Delta rebuilds table state with this many shuffle partitions (default 50),
+            # which dominates small-table latency on a 2-core machine.
+            "spark.databricks.delta.snapshotPartitions": str(config.spark.shuffle_partitions),
+            "spark.sql.catalogImplementation": "in-memory",
+            "spark.sql.warehouse.dir": str(config.workdir_path / "spark-warehouse"),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={config.workdir_path}",
+        }
+    )
+    conf.update(config.spark.conf)
+    return conf
+
+
+def build_session(config: LakehouseConfig) -> SparkSession:
+    """Build (or return the already running) session for this configuration."""
+    from pyspark.sql import SparkSession
+
+    check_java()
+    jars = resolve_jars(
+        config.jar_cache_path, config.jars.packages, config.jars.excludes, config.jars.repository
+    )
+    config.workdir_path.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
+    builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+    for key, value in session_conf(config).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(config.spark.log_level)
+    return spark
+
+
+def submit_args(config: LakehouseConfig) -> list[str]:
+    """The ``spark-submit`` arguments a cluster needs for the configured catalogs."""
+    args = ["--packages", ",".join(config.jars.packages)]
+    args += ["--exclude-packages", ",".join(config.jars.excludes)]
+    for key, value in catalog_conf(config).items():
+        args += ["--conf", f"{key}={value}"]
+    return args
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

@@ -1,0 +1,419 @@
+"""One table interface over Delta Lake and Apache Iceberg.
+
+A :class:`Table` is a configured table bound to a SparkSession. Every operation the
+toolkit performs on stored data goes through it, so that the two formats behave the same
+where it matters (versions, as-of reads, run ids in commit metadata, candidates, atomic
+publication, rollback) and differ only where the formats really differ, which is stated
+once, as :class:`Capabilities` on each implementation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from lakehouse.config import TableFormat, Zone
+from lakehouse.errors import UsageError, VersionNotFoundError, ZonePolicyError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+VersionRef = int | str | datetime
+"""A way to name a state of a table: a version / snapshot id, an ISO-8601 timestamp string
+(or a string of digits, read as a version), or a datetime (naive means UTC)."""
+
+RUN_ID_KEY = "lakehouse.run-id"
+"""Key under which the run id is written into each commit's metadata."""
+
+CANDIDATE_PREFIX = "cand_"
+
+# Session-level commit metadata (used by SQL statements) is process-global; writers that
+# rely on it take this lock so that two threads never label each other's commits.
+COMMIT_METADATA_LOCK = threading.RLock()
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What a table is: its logical name, zone, format, schema and layout."""
+
+    name: str
+    zone: Zone
+    format: TableFormat
+    schema_ddl: str
+    partition_by: tuple[str, ...] = ()
+    sort_by: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def namespace(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    @property
+    def short_name(self) -> str:
+        return self.name.split(".", 1)[1]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """How a format really differs; callers branch on these, never on the format name."""
+
+    candidate_kind: str
+    """``branch`` (the candidate lives inside the table) or ``shadow_table`` (beside it)."""
+    table_write_order: bool
+    """The table itself declares a sort order that every writer applies."""
+    rollback_creates_commit: bool
+    """A rollback is a new commit (new version) rather than a move of the current pointer."""
+    version_kind: str
+    """``version`` (a dense counter from 0) or ``snapshot_id`` (an opaque 64-bit id)."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One entry of a table's history: a state that was current from ``timestamp`` on."""
+
+    version: int
+    timestamp: datetime
+    operation: str
+    run_id: str | None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Output staged beside serving, invisible to readers until published."""
+
+    table: str
+    name: str
+    location: str
+    base_version: int | None
+
+
+def commit_metadata(run_id: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The key/value pairs written into a commit: the run id plus anything the caller adds."""
+    meta = dict(extra or {})
+    if run_id is not None:
+        meta[RUN_ID_KEY] = run_id
+    return meta
+
+
+def parse_version_ref(ref: VersionRef) -> int | datetime:
+    """Normalise every way of naming a table state to a version number or an aware datetime."""
+    if isinstance(ref, bool):
+        raise UsageError(f"a version must be an integer, a timestamp or a datetime, not {ref!r}")
+    if isinstance(ref, int):
+        return ref
+    if isinstance(ref, datetime):
+        return ref if ref.tzinfo is not None else ref.replace(tzinfo=UTC)
+    if isinstance(ref, str):
+        text = ref.strip()
+        if re.fullmatch(r"-?\d+", text):
+            return int(text)
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(
+                f"{ref!r} is neither a version number nor an ISO-8601 timestamp "
+                f"(for example 2026-01-31T12:00:00+00:00)"
+            ) from None
+        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    raise UsageError(f"a version must be an integer, a timestamp or a datetime, not {ref!r}")
+
+
+def sql_literal(value: Any) -> str:
+    """Render a partition value as a SQL literal, safely quoted."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, datetime):
+        return f"TIMESTAMP '{value.isoformat()}'"
+    if isinstance(value, date):
+        return f"DATE '{value.isoformat()}'"
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+def partition_predicate(columns: Sequence[str], values: Sequence[Mapping[str, Any]]) -> str:
+    """A SQL predicate that selects exactly the given partitions."""
+    clauses = []
+    for row in values:
+        parts = []
+        for col in columns:
+            value = row[col]
+            parts.append(f"`{col}` IS NULL" if value is None else f"`{col}` = {sql_literal(value)}")
+        clauses.append("(" + " AND ".join(parts) + ")")
+    return " OR ".join(clauses) if clauses else "FALSE"
+
+
+def candidate_ref(name: str) -> str:
+    """The branch / shadow suffix for a candidate name; only safe characters survive."""
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not cleaned or cleaned != name:
+        raise UsageError(f"candidate name {name!r} may only hold letters, digits and '_'")
+    return CANDIDATE_PREFIX + cleaned
+
+
+class Table(ABC):
+    """A configured table, bound to a session. Subclasses implement one format each."""
+
+    format: ClassVar[TableFormat]
+    capabilities: ClassVar[Capabilities]
+
+    def __init__(self, spark: SparkSession, spec: TableSpec, location: str) -> None:
+        self.spark = spark
+        self.spec = spec
+        self.location = location
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec.name!r} at {self.location!r})"
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """Whether the table has been created."""
+
+    @abstractmethod
+    def create(self, *, if_not_exists: bool = False) -> None:
+        """Create the table with its schema, partitioning, sort order and properties.
+
+        A failure leaves nothing behind.
+        """
+
+    @abstractmethod
+    def drop(self) -> None:
+        """Remove the table and its data (tests and demos; never used on serving data)."""
+
+    # -- writes -------------------------------------------------------------------------
+
+    @abstractmethod
+    def _append(self, df: DataFrame, meta: Mapping[str, str], candidate: Candidate | None) -> None: ...
+
+    @abstractmethod
+    def _overwrite_partitions(
+        self, df: DataFrame, meta: Mapping[str, str], candidate: Candidate | None
+    ) -> None: ...
+
+    @abstractmethod
+    def _merge(
+        self,
+        df: DataFrame,
+        keys: Sequence[str],
+        meta: Mapping[str, str],
+        candidate: Candidate | None,
+    ) -> None: ...
+
+    @abstractmethod
+    def _delete_where(self, condition: str, meta: Mapping[str, str], candidate: Candidate | None) -> None: ...
+
+    def append(
+        self,
+        df: DataFrame,
+        *,
+        run_id: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        candidate: Candidate | None = None,
+    ) -> None:
+        """Add rows. The only write Bronze accepts."""
+        self._append(self._prepare(df), commit_metadata(run_id, metadata), candidate)
+
+    def overwrite_partitions(
+        self,
+        df: DataFrame,
+        *,
+        run_id: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        candidate: Candidate | None = None,
+    ) -> None:
+        """Replace exactly the partitions present in ``df`` (the whole table if unpartitioned)."""
+        self._refuse_in_bronze("overwrite")
+        self._overwrite_partitions(self._prepare(df), commit_metadata(run_id, metadata), candidate)
+
+    def merge(
+        self,
+        df: DataFrame,
+        keys: Sequence[str],
+        *,
+        run_id: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        candidate: Candidate | None = None,
+    ) -> None:
+        """Upsert by key: matching rows are replaced by ``df``'s, new keys are inserted."""
+        self._refuse_in_bronze("merge")
+        if not keys:
+            raise UsageError(f"merge into {self.name} needs at least one key column")
+        missing = [k for k in keys if k not in df.columns]
+        if missing:
+            raise UsageError(f"merge into {self.name}: key columns {missing} are not in the data")
+        self._merge(self._prepare(df), keys, commit_metadata(run_id, metadata), candidate)
+
+    def delete_where(
+        self,
+        condition: str,
+        *,
+        run_id: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        candidate: Candidate | None = None,
+    ) -> None:
+        """Delete the rows matching a SQL condition (refused in Bronze: use :meth:`erase`)."""
+        self._refuse_in_bronze("delete")
+        self._delete_where(condition, commit_metadata(run_id, metadata), candidate)
+
+    def erase(self, condition: str, *, run_id: str, reason: str) -> None:
+        """The one way to delete from any zone, Bronze included: compliance erasure.
+
+        The reason is written into the commit so the table's own history shows why.
+        """
+        if not reason.strip():
+            raise UsageError(f"erasure from {self.name} needs a reason")
+        meta = commit_metadata(run_id, {"lakehouse.erasure-reason": reason})
+        self._delete_where(condition, meta, None)
+
+    def _refuse_in_bronze(self, operation: str) -> None:
+        if self.spec.zone is Zone.BRONZE:
+            raise ZonePolicyError(
+                f"{self.name} is a Bronze table and append-only: {operation} is refused; "
+                f"only a compliance erasure (Table.erase / lakehouse erase) may delete from Bronze"
+            )
+
+    def _prepare(self, df: DataFrame) -> DataFrame:
+        """Align columns to the table's order so writes never depend on the caller's order."""
+        table_columns = self.read().columns if self.exists() else df.columns
+        missing = [c for c in table_columns if c not in df.columns]
+        extra = [c for c in df.columns if c not in table_columns]
+        if missing or extra:
+            raise UsageError(
+                f"data for {self.name} does not match its schema: "
+                f"missing columns {missing}, unexpected columns {extra}"
+            )
+        return df.select(*table_columns)
+
+    # -- reads and history --------------------------------------------------------------
+
+    @abstractmethod
+    def read(self, as_of: VersionRef | None = None) -> DataFrame:
+        """The table's content now, or as it was at a version or timestamp."""
+
+    @abstractmethod
+    def history(self) -> list[Commit]:
+        """Every state the table's serving view has had, oldest first."""
+
+    @abstractmethod
+    def current_version(self) -> int | None:
+        """The version readers see now; None for a table that was never written."""
+
+    def resolve_version(self, ref: VersionRef) -> int:
+        """The version named by ``ref``: checked to exist, or the one current at a timestamp."""
+        parsed = parse_version_ref(ref)
+        commits = self.history()
+        if isinstance(parsed, int):
+            if any(c.version == parsed for c in commits):
+                return parsed
+            raise VersionNotFoundError(
+                f"{self.name} has no version {parsed}; "
+                f"known versions: {_sample([c.version for c in commits])}"
+            )
+        earlier = [c for c in commits if c.timestamp <= parsed]
+        if not earlier:
+            first = commits[0].timestamp.isoformat() if commits else "never written"
+            raise VersionNotFoundError(
+                f"{self.name} did not exist yet at {parsed.isoformat()} (first commit: {first})"
+            )
+        return earlier[-1].version
+
+    # -- candidates ---------------------------------------------------------------------
+
+    @abstractmethod
+    def stage_candidate(self, name: str) -> Candidate:
+        """Start a candidate from the current serving state; readers keep seeing serving."""
+
+    @abstractmethod
+    def read_candidate(self, candidate: Candidate) -> DataFrame:
+        """The candidate's full content: serving as it was when staged plus its writes."""
+
+    @abstractmethod
+    def publish(self, candidate: Candidate, *, run_id: str | None = None) -> int:
+        """Make the candidate what readers see, in one atomic step; returns the new version.
+
+        Refused if serving moved since the candidate was staged: publishing would then
+        silently discard the newer serving writes.
+        """
+
+    @abstractmethod
+    def drop_candidate(self, candidate: Candidate) -> None:
+        """Discard a candidate; serving is untouched."""
+
+    @abstractmethod
+    def list_candidates(self) -> list[str]:
+        """Names of candidates staged and not yet published or dropped."""
+
+    # -- recovery and housekeeping ------------------------------------------------------
+
+    def rollback(self, to: VersionRef, *, run_id: str | None = None) -> int:
+        """Make readers see the content of an earlier version again; returns the new version."""
+        self._refuse_in_bronze("rollback")
+        return self._rollback(self.resolve_version(to), commit_metadata(run_id))
+
+    @abstractmethod
+    def _rollback(self, version: int, meta: Mapping[str, str]) -> int: ...
+
+    @abstractmethod
+    def expire(self, older_than: datetime, *, retain_last: int = 1) -> None:
+        """Forget states older than ``older_than`` (and their unreferenced files)."""
+
+
+def metadata_context_json(meta: Mapping[str, str]) -> str:
+    """Canonical JSON for commit metadata stored as one string (Delta ``userMetadata``)."""
+    return json.dumps(dict(meta), sort_keys=True, separators=(",", ":"))
+
+
+@contextmanager
+def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set session settings for the duration of one statement, under the metadata lock."""
+    with COMMIT_METADATA_LOCK:
+        previous = {key: spark.conf.get(key, None) for key in settings}
+        for key, value in settings.items():
+            spark.conf.set(key, value)
+        try:
+            yield
+        finally:
+            for key, old in previous.items():
+                if old is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, old)
+
+
+def temp_view(df: DataFrame, prefix: str) -> str:
+    """Register ``df`` under a fresh, unique temporary view name and return the name."""
+    import uuid
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    df.createOrReplaceTempView(name)
+    return name
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message: Spark's are pages long."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _sample(values: Sequence[int], limit: int = 8) -> str:
+    if not values:
+        return "none (the table was never written)"
+    shown = ", ".join(str(v) for v in values[-limit:])
+    return shown if len(values) <= limit else f"... {shown}"

@@ -1,0 +1,373 @@
+"""Delta Lake tables, addressed by path so that nothing depends on a metastore.
+
+Delta has no branches. A candidate is a *shadow table*: a shallow clone of serving (no data
+copied) that takes the candidate's writes. Every candidate write records which partitions
+it touched in its own commit, so publication can replace exactly those partitions of
+serving in one Delta transaction (``replaceWhere``), or the whole table when a write could
+have touched anything (a merge or delete not bounded by partition).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from lakehouse.config import TableFormat
+from lakehouse.errors import CandidateError, TableError, TableExistsError, TableMissingError
+from lakehouse.tables.base import (
+    RUN_ID_KEY,
+    Candidate,
+    Capabilities,
+    Commit,
+    Table,
+    VersionRef,
+    candidate_ref,
+    first_line,
+    metadata_context_json,
+    partition_predicate,
+    session_settings,
+    temp_view,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+TOUCHED_KEY = "lakehouse.candidate-touched"
+"""Commit metadata key on shadow-table writes: JSON list of partition dicts, or "*"."""
+CANDIDATES_DIR = "_candidates"
+
+
+class DeltaLakeTable(Table):
+    """A Delta Lake table at a path."""
+
+    format = TableFormat.DELTA
+    capabilities = Capabilities(
+        candidate_kind="shadow_table",
+        table_write_order=False,
+        rollback_creates_commit=True,
+        version_kind="version",
+    )
+
+    @property
+    def sql_name(self) -> str:
+        return f"delta.`{self.location}`"
+
+    def _shadow_location(self, name: str) -> str:
+        parent, _, leaf = self.location.rstrip("/").rpartition("/")
+        return f"{parent}/{CANDIDATES_DIR}/{leaf}__{candidate_ref(name)}"
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        from delta.tables import DeltaTable
+
+        return bool(DeltaTable.isDeltaTable(self.spark, self.location))
+
+    def create(self, *, if_not_exists: bool = False) -> None:
+        if self.exists():
+            if if_not_exists:
+                return
+            raise TableExistsError(f"{self.name} already exists at {self.location}")
+        existed_before = _path_exists(self.spark, self.location)
+        partition = (
+            f" PARTITIONED BY ({', '.join(f'`{c}`' for c in self.spec.partition_by)})"
+            if self.spec.partition_by
+            else ""
+        )
+        props = {"delta.appendOnly": "false", **self.spec.properties}
+        tblprops = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items()))
+        statement = (
+            f"CREATE TABLE {self.sql_name} ({self.spec.schema_ddl}) USING delta"
+            f"{partition} TBLPROPERTIES ({tblprops})"
+        )
+        try:
+            self.spark.sql(statement)
+        except Exception as exc:
+            if not existed_before:
+                _delete_path(self.spark, self.location)
+            raise TableError(f"cannot create {self.name}: {first_line(exc)}") from exc
+
+    def drop(self) -> None:
+        for name in self.list_candidates():
+            _delete_path(self.spark, self._shadow_location(name))
+        _delete_path(self.spark, self.location)
+
+    # -- writes -------------------------------------------------------------------------
+
+    def _target(self, candidate: Candidate | None) -> str:
+        if candidate is None:
+            self._require()
+            return self.location
+        self._require_candidate(candidate)
+        return candidate.location
+
+    def _sorted(self, df: DataFrame) -> DataFrame:
+        return df.sortWithinPartitions(*self.spec.sort_by) if self.spec.sort_by else df
+
+    def _touched(self, df: DataFrame) -> list[dict[str, Any]]:
+        cols = list(self.spec.partition_by)
+        return [row.asDict() for row in df.select(*cols).distinct().collect()]
+
+    def _with_touched(
+        self, meta: Mapping[str, str], candidate: Candidate | None, touched: Any
+    ) -> dict[str, str]:
+        out = dict(meta)
+        if candidate is not None:
+            out[TOUCHED_KEY] = json.dumps(touched, default=str, sort_keys=True)
+        return out
+
+    def _append(self, df: DataFrame, meta: Mapping[str, str], candidate: Candidate | None) -> None:
+        target = self._target(candidate)
+        touched = self._touched(df) if candidate is not None and self.spec.partition_by else "*"
+        meta = self._with_touched(meta, candidate, touched)
+        (
+            self._sorted(df)
+            .write.format("delta")
+            .mode("append")
+            .option("userMetadata", metadata_context_json(meta))
+            .save(target)
+        )
+
+    def _overwrite_partitions(
+        self, df: DataFrame, meta: Mapping[str, str], candidate: Candidate | None
+    ) -> None:
+        target = self._target(candidate)
+        touched = self._touched(df) if candidate is not None and self.spec.partition_by else "*"
+        meta = self._with_touched(meta, candidate, touched)
+        writer = (
+            self._sorted(df)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("userMetadata", metadata_context_json(meta))
+        )
+        if self.spec.partition_by:
+            writer = writer.option("partitionOverwriteMode", "dynamic")
+        writer.save(target)
+
+    def _merge(
+        self,
+        df: DataFrame,
+        keys: Sequence[str],
+        meta: Mapping[str, str],
+        candidate: Candidate | None,
+    ) -> None:
+        target = self._target(candidate)
+        bounded = self.spec.partition_by and set(self.spec.partition_by) <= set(keys)
+        touched = self._touched(df) if bounded else "*"
+        meta = self._with_touched(meta, candidate, touched)
+        view = temp_view(df, "merge_source")
+        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+        statement = (
+            f"MERGE INTO delta.`{target}` t USING {view} s ON {on} "
+            f"WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+        )
+        with session_settings(self.spark, {USER_METADATA_CONF: metadata_context_json(meta)}):
+            self.spark.sql(statement)
+        self.spark.catalog.dropTempView(view)
+
+    def _delete_where(self, condition: str, meta: Mapping[str, str], candidate: Candidate | None) -> None:
+        target = self._target(candidate)
+        meta = self._with_touched(meta, candidate, "*")
+        with session_settings(self.spark, {USER_METADATA_CONF: metadata_context_json(meta)}):
+            self.spark.sql(f"DELETE FROM delta.`{target}` WHERE {condition}")
+
+    # -- reads and history --------------------------------------------------------------
+
+    def read(self, as_of: VersionRef | None = None) -> DataFrame:
+        self._require()
+        if as_of is None:
+            return self.spark.read.format("delta").load(self.location)
+        version = self.resolve_version(as_of)
+        return self.spark.read.format("delta").option("versionAsOf", version).load(self.location)
+
+    def history(self) -> list[Commit]:
+        self._require()
+        return _history(self.spark, self.location)
+
+    def current_version(self) -> int | None:
+        if not self.exists():
+            return None
+        commits = self.history()
+        return commits[-1].version if commits else None
+
+    # -- candidates ---------------------------------------------------------------------
+
+    def stage_candidate(self, name: str) -> Candidate:
+        self._require()
+        shadow = self._shadow_location(name)
+        if _path_exists(self.spark, shadow):
+            raise CandidateError(
+                f"candidate {name!r} of {self.name} already exists; publish or drop it first"
+            )
+        base = self.current_version()
+        self.spark.sql(f"CREATE TABLE delta.`{shadow}` SHALLOW CLONE {self.sql_name} VERSION AS OF {base}")
+        return Candidate(table=self.name, name=name, location=shadow, base_version=base)
+
+    def read_candidate(self, candidate: Candidate) -> DataFrame:
+        self._require_candidate(candidate)
+        return self.spark.read.format("delta").load(candidate.location)
+
+    def publish(self, candidate: Candidate, *, run_id: str | None = None) -> int:
+        self._require_candidate(candidate)
+        current = self.current_version()
+        if current != candidate.base_version:
+            raise CandidateError(
+                f"serving {self.name} moved from version {candidate.base_version} to {current} "
+                f"after candidate {candidate.name!r} was staged; rebuild the candidate"
+            )
+        touched = self._candidate_touched(candidate)
+        shadow = self.spark.read.format("delta").load(candidate.location)
+        meta = {"lakehouse.published-candidate": candidate.name}
+        if run_id is not None:
+            meta[RUN_ID_KEY] = run_id
+        writer = shadow.write.format("delta").mode("overwrite").option("partitionOverwriteMode", "static")
+        if touched is None:
+            pass  # the candidate could have changed anything: replace the whole table
+        elif not touched:
+            self.drop_candidate(candidate)
+            return current if current is not None else 0
+        else:
+            predicate = partition_predicate(self.spec.partition_by, touched)
+            shadow = shadow.where(predicate)
+            writer = (
+                shadow.write.format("delta")
+                .mode("overwrite")
+                .option("partitionOverwriteMode", "static")
+                .option("replaceWhere", predicate)
+            )
+        writer.option("userMetadata", metadata_context_json(meta)).save(self.location)
+        self.drop_candidate(candidate)
+        version = self.current_version()
+        assert version is not None
+        return version
+
+    def _candidate_touched(self, candidate: Candidate) -> list[dict[str, Any]] | None:
+        """Partitions the candidate's writes touched; None means 'possibly all'."""
+        if not self.spec.partition_by:
+            return None
+        touched: dict[str, dict[str, Any]] = {}
+        for commit in _history(self.spark, candidate.location)[1:]:
+            raw = commit.metadata.get(TOUCHED_KEY)
+            if raw is None:
+                return None
+            value = json.loads(raw)
+            if value == "*":
+                return None
+            for row in value:
+                touched[json.dumps(row, sort_keys=True)] = row
+        return list(touched.values())
+
+    def drop_candidate(self, candidate: Candidate) -> None:
+        _delete_path(self.spark, candidate.location)
+
+    def list_candidates(self) -> list[str]:
+        parent, _, leaf = self.location.rstrip("/").rpartition("/")
+        prefix = f"{leaf}__cand_"
+        names = _list_dir(self.spark, f"{parent}/{CANDIDATES_DIR}")
+        return sorted(n[len(prefix) :] for n in names if n.startswith(prefix))
+
+    def _require_candidate(self, candidate: Candidate) -> None:
+        if candidate.table != self.name or not _path_exists(self.spark, candidate.location):
+            raise CandidateError(
+                f"candidate {candidate.name!r} of {self.name} does not exist (already published or dropped?)"
+            )
+
+    # -- recovery and housekeeping ------------------------------------------------------
+
+    def _rollback(self, version: int, meta: Mapping[str, str]) -> int:
+        with session_settings(self.spark, {USER_METADATA_CONF: metadata_context_json(meta)}):
+            self.spark.sql(f"RESTORE TABLE {self.sql_name} TO VERSION AS OF {version}")
+        current = self.current_version()
+        assert current is not None
+        return current
+
+    def expire(self, older_than: datetime, *, retain_last: int = 1) -> None:
+        """VACUUM data files no longer needed by versions newer than ``older_than``.
+
+        Delta keeps its log, so history still lists old versions, but reading them fails
+        once their files are gone. Shadow tables of open candidates reference serving's
+        files: publish or drop candidates before expiring.
+        """
+        self._require()
+        if self.list_candidates():
+            raise CandidateError(
+                f"{self.name} has open candidates {self.list_candidates()}; vacuuming would "
+                f"break their shallow clones: publish or drop them first"
+            )
+        now = datetime.now(UTC)
+        hours = max(0.0, (now - older_than).total_seconds() / 3600)
+        keep_from = self.history()[-retain_last:][0].timestamp if retain_last > 0 else now
+        if keep_from < older_than:
+            hours = max(0.0, (now - keep_from).total_seconds() / 3600)
+        self.spark.sql(f"VACUUM {self.sql_name} RETAIN {hours:.6f} HOURS")
+
+    def _require(self) -> None:
+        if not self.exists():
+            raise TableMissingError(
+                f"{self.name} does not exist at {self.location}; create it first "
+                f"(lakehouse demo creates every configured table)"
+            )
+
+
+def _history(spark: SparkSession, location: str) -> list[Commit]:
+    from delta.tables import DeltaTable
+
+    rows = (
+        DeltaTable.forPath(spark, location)
+        .history()
+        .selectExpr("version", "unix_millis(timestamp) AS ms", "operation", "userMetadata")
+        .orderBy("version")
+        .collect()
+    )
+    commits = []
+    for row in rows:
+        meta = _parse_user_metadata(row["userMetadata"])
+        commits.append(
+            Commit(
+                version=int(row["version"]),
+                timestamp=datetime.fromtimestamp(row["ms"] / 1000, tz=UTC),
+                operation=str(row["operation"]),
+                run_id=meta.get(RUN_ID_KEY),
+                metadata=meta,
+            )
+        )
+    return commits
+
+
+def _parse_user_metadata(raw: str | None) -> dict[str, str]:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return {"userMetadata": raw}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _hadoop_path(spark: SparkSession, location: str) -> tuple[Any, Any]:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return fs, path
+
+
+def _path_exists(spark: SparkSession, location: str) -> bool:
+    fs, path = _hadoop_path(spark, location)
+    return bool(fs.exists(path))
+
+
+def _delete_path(spark: SparkSession, location: str) -> None:
+    fs, path = _hadoop_path(spark, location)
+    if fs.exists(path):
+        fs.delete(path, True)
+
+
+def _list_dir(spark: SparkSession, location: str) -> list[str]:
+    fs, path = _hadoop_path(spark, location)
+    if not fs.exists(path):
+        return []
+    return [str(status.getPath().getName()) for status in fs.listStatus(path)]

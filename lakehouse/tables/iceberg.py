@@ -1,0 +1,282 @@
+"""Apache Iceberg tables in the configured catalog (JDBC on SQLite by default).
+
+A candidate is a branch of the table (write-audit-publish): it shares every unchanged
+file with serving, takes the candidate's writes, and is published by fast-forwarding
+``main`` to it, which is one atomic metadata commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from lakehouse.config import TableFormat
+from lakehouse.errors import CandidateError, TableError, TableExistsError, TableMissingError
+from lakehouse.tables.base import (
+    RUN_ID_KEY,
+    Candidate,
+    Capabilities,
+    Commit,
+    Table,
+    TableSpec,
+    VersionRef,
+    candidate_ref,
+    first_line,
+    session_settings,
+    temp_view,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SNAPSHOT_PROPERTY_OPTION = "snapshot-property."
+SNAPSHOT_PROPERTY_CONF = "spark.sql.iceberg.snapshot-property."
+DEFAULT_PROPERTIES = {"format-version": "2"}
+
+
+class IcebergTable(Table):
+    """An Iceberg table ``<catalog>.<zone>.<name>``."""
+
+    format = TableFormat.ICEBERG
+    capabilities = Capabilities(
+        candidate_kind="branch",
+        table_write_order=True,
+        rollback_creates_commit=False,
+        version_kind="snapshot_id",
+    )
+
+    def __init__(self, spark: SparkSession, spec: TableSpec, location: str) -> None:
+        super().__init__(spark, spec, location)
+        self.catalog, self.namespace, self.table_name = location.split(".")
+
+    @property
+    def sql_name(self) -> str:
+        return f"`{self.catalog}`.`{self.namespace}`.`{self.table_name}`"
+
+    @property
+    def procedure_name(self) -> str:
+        return f"{self.namespace}.{self.table_name}"
+
+    def _metadata_table(self, kind: str) -> str:
+        return f"{self.sql_name}.`{kind}`"
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return bool(self.spark.catalog.tableExists(self.location))
+
+    def create(self, *, if_not_exists: bool = False) -> None:
+        if self.exists():
+            if if_not_exists:
+                return
+            raise TableExistsError(f"{self.name} already exists as {self.location}")
+        self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{self.catalog}`.`{self.namespace}`")
+        partition = (
+            f" PARTITIONED BY ({', '.join(f'`{c}`' for c in self.spec.partition_by)})"
+            if self.spec.partition_by
+            else ""
+        )
+        props = {**DEFAULT_PROPERTIES, **self.spec.properties}
+        tblprops = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items()))
+        try:
+            self.spark.sql(
+                f"CREATE TABLE {self.sql_name} ({self.spec.schema_ddl}) USING iceberg"
+                f"{partition} TBLPROPERTIES ({tblprops})"
+            )
+            if self.spec.sort_by:
+                order = ", ".join(f"`{c}`" for c in self.spec.sort_by)
+                layout = (
+                    f"WRITE DISTRIBUTED BY PARTITION LOCALLY ORDERED BY {order}"
+                    if self.spec.partition_by
+                    else f"WRITE ORDERED BY {order}"
+                )
+                self.spark.sql(f"ALTER TABLE {self.sql_name} {layout}")
+        except Exception as exc:
+            self.spark.sql(f"DROP TABLE IF EXISTS {self.sql_name} PURGE")
+            raise TableError(f"cannot create {self.name}: {first_line(exc)}") from exc
+
+    def drop(self) -> None:
+        self.spark.sql(f"DROP TABLE IF EXISTS {self.sql_name} PURGE")
+
+    # -- writes -------------------------------------------------------------------------
+
+    def _target(self, candidate: Candidate | None) -> str:
+        self._require()
+        if candidate is None:
+            return self.location
+        self._require_candidate(candidate)
+        return f"{self.location}.branch_{candidate_ref(candidate.name)}"
+
+    def _append(self, df: DataFrame, meta: Mapping[str, str], candidate: Candidate | None) -> None:
+        target = self._target(candidate)
+        df.writeTo(target).options(**_snapshot_options(meta)).append()
+
+    def _overwrite_partitions(
+        self, df: DataFrame, meta: Mapping[str, str], candidate: Candidate | None
+    ) -> None:
+        target = self._target(candidate)
+        df.writeTo(target).options(**_snapshot_options(meta)).overwritePartitions()
+
+    def _merge(
+        self,
+        df: DataFrame,
+        keys: Sequence[str],
+        meta: Mapping[str, str],
+        candidate: Candidate | None,
+    ) -> None:
+        target = _quoted(self._target(candidate))
+        view = temp_view(df, "merge_source")
+        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+        statement = (
+            f"MERGE INTO {target} t USING {view} s ON {on} "
+            f"WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+        )
+        with session_settings(self.spark, _snapshot_confs(meta)):
+            self.spark.sql(statement)
+        self.spark.catalog.dropTempView(view)
+
+    def _delete_where(self, condition: str, meta: Mapping[str, str], candidate: Candidate | None) -> None:
+        # A plain DELETE that drops whole files commits through Iceberg's metadata-only path,
+        # which ignores session snapshot properties; a MERGE always carries them.
+        target = _quoted(self._target(candidate))
+        statement = (
+            f"MERGE INTO {target} t USING (SELECT 1 AS __lakehouse_one) s "
+            f"ON ({condition}) WHEN MATCHED THEN DELETE"
+        )
+        with session_settings(self.spark, _snapshot_confs(meta)):
+            self.spark.sql(statement)
+
+    # -- reads and history --------------------------------------------------------------
+
+    def read(self, as_of: VersionRef | None = None) -> DataFrame:
+        self._require()
+        if as_of is None:
+            return self.spark.table(self.sql_name)
+        version = self.resolve_version(as_of)
+        return self.spark.sql(f"SELECT * FROM {self.sql_name} VERSION AS OF {version}")
+
+    def history(self) -> list[Commit]:
+        self._require()
+        rows = self.spark.sql(
+            f"SELECT h.snapshot_id, unix_millis(h.made_current_at) AS ms, s.operation, s.summary "
+            f"FROM {self._metadata_table('history')} h "
+            f"LEFT JOIN {self._metadata_table('snapshots')} s ON h.snapshot_id = s.snapshot_id "
+            f"ORDER BY h.made_current_at"
+        ).collect()
+        commits = []
+        for row in rows:
+            summary = {str(k): str(v) for k, v in (row["summary"] or {}).items()}
+            commits.append(
+                Commit(
+                    version=int(row["snapshot_id"]),
+                    timestamp=datetime.fromtimestamp(row["ms"] / 1000, tz=UTC),
+                    operation=str(row["operation"] or "unknown"),
+                    run_id=summary.get(RUN_ID_KEY),
+                    metadata=summary,
+                )
+            )
+        return commits
+
+    def current_version(self) -> int | None:
+        if not self.exists():
+            return None
+        rows = self.spark.sql(
+            f"SELECT snapshot_id FROM {self._metadata_table('refs')} WHERE name = 'main'"
+        ).collect()
+        return int(rows[0]["snapshot_id"]) if rows else None
+
+    # -- candidates ---------------------------------------------------------------------
+
+    def stage_candidate(self, name: str) -> Candidate:
+        self._require()
+        ref = candidate_ref(name)
+        if name in self.list_candidates():
+            raise CandidateError(
+                f"candidate {name!r} of {self.name} already exists; publish or drop it first"
+            )
+        base = self.current_version()
+        if base is None:
+            self.spark.sql(f"ALTER TABLE {self.sql_name} CREATE BRANCH `{ref}`")
+        else:
+            self.spark.sql(f"ALTER TABLE {self.sql_name} CREATE BRANCH `{ref}` AS OF VERSION {base}")
+        return Candidate(table=self.name, name=name, location=f"{self.location}@{ref}", base_version=base)
+
+    def read_candidate(self, candidate: Candidate) -> DataFrame:
+        self._require_candidate(candidate)
+        ref = candidate_ref(candidate.name)
+        return self.spark.sql(f"SELECT * FROM {self.sql_name} VERSION AS OF '{ref}'")
+
+    def publish(self, candidate: Candidate, *, run_id: str | None = None) -> int:
+        self._require_candidate(candidate)
+        current = self.current_version()
+        if current != candidate.base_version:
+            raise CandidateError(
+                f"serving {self.name} moved from snapshot {candidate.base_version} to {current} "
+                f"after candidate {candidate.name!r} was staged; rebuild the candidate"
+            )
+        ref = candidate_ref(candidate.name)
+        self.spark.sql(f"CALL `{self.catalog}`.system.fast_forward('{self.procedure_name}', 'main', '{ref}')")
+        self.drop_candidate(candidate)
+        version = self.current_version()
+        if version is None:
+            raise CandidateError(f"publishing {candidate.name!r} left {self.name} without a snapshot")
+        return version
+
+    def drop_candidate(self, candidate: Candidate) -> None:
+        ref = candidate_ref(candidate.name)
+        self.spark.sql(f"ALTER TABLE {self.sql_name} DROP BRANCH IF EXISTS `{ref}`")
+
+    def list_candidates(self) -> list[str]:
+        self._require()
+        rows = self.spark.sql(
+            f"SELECT name FROM {self._metadata_table('refs')} "
+            f"WHERE type = 'BRANCH' AND startswith(name, 'cand_')"
+        ).collect()
+        return sorted(str(r["name"])[len("cand_") :] for r in rows)
+
+    def _require_candidate(self, candidate: Candidate) -> None:
+        if candidate.table != self.name or candidate.name not in self.list_candidates():
+            raise CandidateError(
+                f"candidate {candidate.name!r} of {self.name} does not exist (already published or dropped?)"
+            )
+
+    # -- recovery and housekeeping ------------------------------------------------------
+
+    def _rollback(self, version: int, meta: Mapping[str, str]) -> int:
+        self.spark.sql(
+            f"CALL `{self.catalog}`.system.set_current_snapshot("
+            f"table => '{self.procedure_name}', snapshot_id => {version})"
+        )
+        return version
+
+    def expire(self, older_than: datetime, *, retain_last: int = 1) -> None:
+        """Expire snapshots older than ``older_than``, keeping at least ``retain_last``.
+
+        Snapshots still referenced by a candidate branch are kept by Iceberg itself.
+        """
+        self._require()
+        stamp = older_than.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        self.spark.sql(
+            f"CALL `{self.catalog}`.system.expire_snapshots(table => '{self.procedure_name}', "
+            f"older_than => TIMESTAMP '{stamp}', retain_last => {max(1, retain_last)})"
+        )
+
+    def _require(self) -> None:
+        if not self.exists():
+            raise TableMissingError(
+                f"{self.name} does not exist as {self.location}; create it first "
+                f"(lakehouse demo creates every configured table)"
+            )
+
+
+def _snapshot_options(meta: Mapping[str, str]) -> dict[str, str]:
+    return {SNAPSHOT_PROPERTY_OPTION + k: v for k, v in meta.items()}
+
+
+def _snapshot_confs(meta: Mapping[str, str]) -> dict[str, str]:
+    return {SNAPSHOT_PROPERTY_CONF + k: v for k, v in meta.items()}
+
+
+def _quoted(identifier: str) -> str:
+    return ".".join(f"`{part}`" for part in identifier.split("."))

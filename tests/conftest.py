@@ -1,0 +1,90 @@
+"""One Spark session for the whole run, with Delta and Iceberg loaded, and table factories.
+
+The fixture is named ``spark_session`` on purpose: it replaces pytest-spark's fixture of
+that name, so that tests get the session the toolkit itself builds (lakehouse.session),
+not a second, differently configured one.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from lakehouse.config import LakehouseConfig, TableFormat, Zone, load_config
+from lakehouse.tables import Table, TableSpec, open_table
+
+REPO = Path(__file__).resolve().parents[1]
+FORMATS = [TableFormat.DELTA, TableFormat.ICEBERG]
+
+
+@pytest.fixture(scope="session")
+def lakehouse_config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfig:
+    """The shipped configuration, pointed at a fresh work dir and sized for tests."""
+    workdir = tmp_path_factory.mktemp("lakehouse")
+    return load_config(
+        REPO / "conf" / "lakehouse.yaml",
+        environ={},
+        overrides={
+            "workdir": str(workdir),
+            "spark.master": "local[2]",
+            "spark.shuffle_partitions": 2,
+            "spark.conf": {"spark.sql.adaptive.coalescePartitions.enabled": "true"},
+        },
+    )
+
+
+@pytest.fixture(scope="session")
+def spark_session(lakehouse_config: LakehouseConfig) -> Iterator[object]:
+    from lakehouse.session import build_session
+
+    os.environ.setdefault("SPARK_TESTING", "1")
+    spark = build_session(lakehouse_config)
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture(params=FORMATS, ids=[f.value for f in FORMATS])
+def table_format(request: pytest.FixtureRequest) -> TableFormat:
+    """Every table behaviour runs once per format."""
+    return TableFormat(request.param)
+
+
+TableFactory = Callable[..., Table]
+
+
+@pytest.fixture
+def make_table(
+    spark_session: object, lakehouse_config: LakehouseConfig, table_format: TableFormat
+) -> Iterator[TableFactory]:
+    """Create uniquely named tables of the parametrised format; dropped after the test."""
+    created: list[Table] = []
+
+    def factory(
+        schema: str,
+        *,
+        zone: Zone = Zone.SILVER,
+        partition_by: tuple[str, ...] = (),
+        sort_by: tuple[str, ...] = (),
+        create: bool = True,
+    ) -> Table:
+        spec = TableSpec(
+            name=f"{zone.value}.t_{uuid.uuid4().hex[:10]}",
+            zone=zone,
+            format=table_format,
+            schema_ddl=schema,
+            partition_by=partition_by,
+            sort_by=sort_by,
+        )
+        table = open_table(spark_session, lakehouse_config, spec)  # type: ignore[arg-type]
+        if create:
+            table.create()
+        created.append(table)
+        return table
+
+    yield factory
+    for table in created:
+        table.drop()
