@@ -134,8 +134,19 @@ class LakehouseConfig(_Strict):
     iceberg: IcebergCatalogSettings = Field(default_factory=IcebergCatalogSettings)
     zone_formats: dict[Zone, TableFormat] = Field(default_factory=_default_zone_formats)
     force_format: TableFormat | None = None
+    instance: str = ""
+    """Optional suffix that gives one lakehouse its own namespaces (``silver_<instance>``)
+    and Delta folder inside a shared catalog and warehouse: dev/staging side by side, or
+    isolated tests in one Spark session."""
     tables: dict[str, TableSettings] = Field(default_factory=dict)
     source_path: Path | None = None
+
+    @field_validator("instance")
+    @classmethod
+    def _instance_identifier(cls, value: str) -> str:
+        if value and not value.isidentifier():
+            raise ValueError("must be empty or a plain identifier (letters, digits, '_')")
+        return value
 
     @field_validator("tables")
     @classmethod

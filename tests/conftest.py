@@ -88,3 +88,33 @@ def make_table(
     yield factory
     for table in created:
         table.drop()
+
+
+class Lakehouse:
+    """A whole configured lakehouse, isolated from every other test by its own instance."""
+
+    def __init__(self, spark: object, config: LakehouseConfig) -> None:
+        from lakehouse.tables import TableRegistry
+
+        self.spark = spark
+        self.config = config
+        self.registry = TableRegistry(spark, config)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def lakehouse(
+    spark_session: object, lakehouse_config: LakehouseConfig, table_format: TableFormat
+) -> Iterator[Lakehouse]:
+    """Every configured table, forced to the parametrised format, in a fresh instance.
+
+    Tables are not created; the test (or the code under test) creates what it needs.
+    Everything is dropped afterwards.
+    """
+    config = lakehouse_config.model_copy(
+        update={"force_format": table_format, "instance": f"t{uuid.uuid4().hex[:8]}"}
+    )
+    env = Lakehouse(spark_session, config)
+    yield env
+    for table in env.registry:
+        if table.exists():
+            table.drop()

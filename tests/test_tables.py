@@ -47,7 +47,8 @@ def test_as_of_reads_return_exactly_each_versions_content(table: Table, spark_se
     second = table.current_version()
     table.overwrite_partitions(frame(spark_session, [(3, "a", 30)]), run_id="run-3")
 
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     assert rows(table, as_of=first) == [(1, "a", 10)]
     assert rows(table, as_of=second) == [(1, "a", 10), (2, "b", 20)]
     assert rows(table, as_of=str(first)) == [(1, "a", 10)]
@@ -189,7 +190,9 @@ def test_rollback_restores_the_exact_prior_content(table: Table, spark_session: 
         assert table.current_version() == good
 
 
-def test_bronze_refuses_overwrite_merge_delete_but_allows_erasure(make_table: Any, spark_session: Any) -> None:
+def test_bronze_refuses_overwrite_merge_delete_but_allows_erasure(
+    make_table: Any, spark_session: Any
+) -> None:
     bronze = make_table(SCHEMA, zone=Zone.BRONZE, partition_by=("part",))
     bronze.append(frame(spark_session, [(1, "a", 10), (2, "a", 20)]))
     data = frame(spark_session, [(1, "a", 0)])

@@ -35,9 +35,10 @@ def table_spec(config: LakehouseConfig, name: str, settings: TableSettings) -> T
 
 def table_location(config: LakehouseConfig, spec: TableSpec) -> str:
     """A Delta table's path, or an Iceberg table's ``catalog.namespace.table`` identifier."""
+    namespace = f"{spec.namespace}_{config.instance}" if config.instance else spec.namespace
     if spec.format is TableFormat.ICEBERG:
-        return f"{config.iceberg.name}.{spec.namespace}.{spec.short_name}"
-    return f"{config.warehouse_uri.rstrip('/')}/delta/{spec.namespace}/{spec.short_name}"
+        return f"{config.iceberg.name}.{namespace}.{spec.short_name}"
+    return f"{config.warehouse_uri.rstrip('/')}/delta/{namespace}/{spec.short_name}"
 
 
 def open_table(spark: SparkSession, config: LakehouseConfig, spec: TableSpec) -> Table:
