@@ -9,6 +9,7 @@ the resolved cache (see :mod:`lakehouse.jars`).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakehouse.config import LakehouseConfig
@@ -16,6 +17,8 @@ from lakehouse.jars import check_java, resolve_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 SPARK_EXTENSIONS = (
     "io.delta.sql.DeltaSparkSessionExtension,"
@@ -63,7 +66,10 @@ def session_conf(config: LakehouseConfig) -> dict[str, str]:
             "spark.databricks.delta.snapshotPartitions": str(config.spark.shuffle_partitions),
             "spark.sql.catalogImplementation": "in-memory",
             "spark.sql.warehouse.dir": str(config.workdir_path / "spark-warehouse"),
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={config.workdir_path}",
+            "spark.driver.extraJavaOptions": (
+                f"-Dderby.system.home={config.workdir_path} "
+                f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
+            ),
         }
     )
     conf.update(config.spark.conf)
@@ -74,19 +80,44 @@ def build_session(config: LakehouseConfig) -> SparkSession:
     """Build (or return the already running) session for this configuration."""
     from pyspark.sql import SparkSession
 
-    check_java()
-    jars = resolve_jars(
-        config.jar_cache_path, config.jars.packages, config.jars.excludes, config.jars.repository
-    )
     config.workdir_path.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("PYSPARK_PYTHON", _python())
-    builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
-    builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
-    for key, value in session_conf(config).items():
-        builder = builder.config(key, value)
+    if launched_by_spark_submit():
+        # spark-submit already started the JVM with the cluster's master, packages and
+        # catalog settings (see `lakehouse submit-args`); only runtime settings apply now.
+        builder = SparkSession.builder.appName(config.spark.app_name)
+        for key, value in runtime_conf(config).items():
+            builder = builder.config(key, value)
+    else:
+        check_java()
+        jars = resolve_jars(
+            config.jar_cache_path, config.jars.packages, config.jars.excludes, config.jars.repository
+        )
+        os.environ.setdefault("PYSPARK_PYTHON", _python())
+        if config.spark.master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+        for key, value in session_conf(config).items():
+            builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(config.spark.log_level)
     return spark
+
+
+def runtime_conf(config: LakehouseConfig) -> dict[str, str]:
+    """Settings that may still change after the JVM started (SQL settings)."""
+    conf = {
+        "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+    }
+    conf.update({k: v for k, v in config.spark.conf.items() if k.startswith("spark.sql.")})
+    return conf
+
+
+def launched_by_spark_submit() -> bool:
+    """True inside a Python application started by ``spark-submit``."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def submit_args(config: LakehouseConfig) -> list[str]:

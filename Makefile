@@ -1,0 +1,56 @@
+# lakehouse-replay. `make help` lists the targets.
+# Everything a target needs (virtualenv, Python packages, JVM jars) is set up by `make setup`,
+# which the other targets depend on; a second run downloads nothing.
+
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CONF ?= conf/lakehouse.yaml
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help setup jars demo test test-fast lint format bench clean clean-work
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found %s); set PYTHON=/path/to/python3.11" % sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP) jars ## create .venv, install the package and tools, resolve the JVM jars
+
+jars: $(STAMP) ## resolve the JVM jars once into ~/.cache/lakehouse-replay (outside git)
+	@$(BIN)/python -m lakehouse.jars $(CONF)
+
+demo: setup ## run the main job on the embedded default (work/ under this folder)
+	$(BIN)/lakehouse demo --conf $(CONF)
+
+test: setup lint ## the whole suite: lint, unit, Spark integration on both formats, notebooks
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-fast: setup ## the suite without the slow end-to-end tests
+	$(BIN)/pytest -m 'not slow' $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff (lint + format check) and mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(STAMP) ## apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: setup ## run the benchmarks (prints ratios; not part of the test suite)
+	$(BIN)/python -m benchmarks
+
+clean-work: ## remove the demo work dir
+	rm -rf work
+
+clean: clean-work ## remove the virtualenv and caches (the jar cache in ~/.cache is kept)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

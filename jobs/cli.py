@@ -1,0 +1,65 @@
+"""The ``lakehouse`` command (also ``python -m jobs``).
+
+Each command lives in its own module under ``jobs/`` that can also be run directly with
+``spark-submit jobs/<module>.py ...`` and the same arguments. Command modules are imported
+only when used, so ``lakehouse --help`` does not start Python's heavy imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from jobs.common import add_common_arguments, execute
+
+COMMANDS: dict[str, str] = {
+    "demo": "jobs.demo",
+    "tables": "jobs.tables",
+    "submit-args": "jobs.submit_args",
+}
+"""Command name -> module. Each module defines NAME, HELP, add_arguments(parser), run(args, ctx)."""
+
+
+def _load(module_name: str) -> ModuleType:
+    return importlib.import_module(module_name)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lakehouse",
+        description="A replayable medallion lakehouse on Spark, Delta Lake and Apache Iceberg.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
+        module = _load(module_name)
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        add_common_arguments(command)
+        module.add_arguments(command)
+        command.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(only=chosen if chosen in COMMANDS else None)
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    return execute(args.handler, args)
+
+
+def run_as_script(command: str) -> int:
+    """Entry point for ``spark-submit jobs/<module>.py ARGS``: same as ``lakehouse COMMAND ARGS``."""
+    return main([command, *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

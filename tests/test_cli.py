@@ -1,0 +1,82 @@
+"""The command line as a user meets it: help, one-line errors, JSON, spark-submit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LAKEHOUSE = [sys.executable, "-m", "jobs"]
+
+
+def run(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*LAKEHOUSE, *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=600
+    )
+
+
+def test_help_lists_the_commands() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    for command in ("demo", "tables", "submit-args"):
+        assert command in result.stdout
+
+
+def test_missing_config_is_one_line_and_nonzero(tmp_path: Path) -> None:
+    result = run("tables", "--conf", str(tmp_path / "missing.yaml"))
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "missing.yaml: configuration file not found" in result.stderr
+
+
+def test_bad_key_in_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    conf = tmp_path / "bad.yaml"
+    conf.write_text("sparkk: {}\n")
+    result = run("demo", "--conf", str(conf))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: {conf}: unknown key 'sparkk'; remove it or check its spelling"
+
+
+def test_submit_args_json_names_packages_and_catalogs() -> None:
+    result = run("submit-args", "--json")
+    assert result.returncode == 0, result.stderr
+    args = json.loads(result.stdout)["args"]
+    packages = args[args.index("--packages") + 1]
+    assert "io.delta:delta-spark_4.1_2.13" in packages
+    assert "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13" in packages
+    confs = [args[i + 1] for i, a in enumerate(args) if a == "--conf"]
+    assert "spark.sql.catalog.lake=org.apache.iceberg.spark.SparkCatalog" in confs
+    assert "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog" in confs
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_job_runs_under_spark_submit_with_the_cli_arguments(tmp_path: Path) -> None:
+    """`spark-submit jobs/tables.py ...` behaves like `lakehouse tables ...`."""
+    submit = Path(sys.executable).with_name("spark-submit")
+    args = json.loads(run("submit-args", "--json", "--workdir", str(tmp_path)).stdout)["args"]
+    # The packages are already in the local cache; pass them as jars so no network is needed.
+    from lakehouse.config import load_config
+    from lakehouse.jars import cached_jars
+
+    config = load_config(REPO / "conf" / "lakehouse.yaml", environ={})
+    jars = cached_jars(config.jar_cache_path, config.jars.packages, config.jars.excludes)
+    assert jars, "run `make jars` first"
+    confs = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--conf"]
+    command = [str(submit), "--master", "local[1]", "--jars", ",".join(map(str, jars))]
+    for conf in confs:
+        command += ["--conf", conf]
+    command += ["jobs/tables.py", "--json", "--workdir", str(tmp_path)]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    result = subprocess.run(
+        command, cwd=REPO, capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    tables = json.loads(result.stdout)["tables"]
+    assert {t["name"] for t in tables} >= {"bronze.orders", "silver.events", "gold.correlations"}
+    assert all(t["exists"] is False for t in tables)

@@ -1,0 +1,101 @@
+"""Configuration: strict keys, types, missing files, environment overrides, flag precedence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lakehouse.config import TableFormat, Zone, load_config
+from lakehouse.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "lakehouse.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_default_mixes_formats_and_names_every_zone() -> None:
+    config = load_config(REPO / "conf" / "lakehouse.yaml", environ={})
+    formats = {config.format_of(t) for t in config.tables.values()}
+    assert formats == {TableFormat.DELTA, TableFormat.ICEBERG}
+    assert {t.zone for t in config.tables.values()} == set(Zone)
+    assert config.iceberg_uri.startswith("jdbc:sqlite:")
+    assert config.iceberg_uri.endswith("/work/iceberg_catalog.db")
+
+
+def test_unknown_key_names_file_and_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "spark:\n  masterr: local[2]\n")
+    with pytest.raises(ConfigError, match=r"lakehouse.yaml: unknown key 'spark.masterr'"):
+        load_config(path, environ={})
+
+
+def test_unknown_key_inside_a_table_is_named(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "tables:\n  silver.x:\n    zone: silver\n    schema: a INT\n    partiton_by: [a]\n"
+    )
+    with pytest.raises(ConfigError, match=r"unknown key 'tables.silver.x.partiton_by'"):
+        load_config(path, environ={})
+
+
+def test_wrong_type_names_key_and_value(tmp_path: Path) -> None:
+    path = write(tmp_path, "spark:\n  shuffle_partitions: many\n")
+    with pytest.raises(ConfigError, match=r"key 'spark.shuffle_partitions' has invalid value 'many'"):
+        load_config(path, environ={})
+
+
+def test_wrong_enum_value_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "zone_formats:\n  bronze: hudi\n")
+    with pytest.raises(ConfigError, match=r"zone_formats.bronze"):
+        load_config(path, environ={})
+
+
+def test_table_name_must_match_its_zone(tmp_path: Path) -> None:
+    path = write(tmp_path, "tables:\n  gold.x:\n    zone: silver\n    schema: a INT\n")
+    with pytest.raises(ConfigError, match="prefix differs"):
+        load_config(path, environ={})
+
+
+def test_missing_file_is_one_clear_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope.yaml: configuration file not found"):
+        load_config(tmp_path / "nope.yaml", environ={})
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "spark:\n  master: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"lakehouse.yaml: line \d+ is not valid YAML"):
+        load_config(path, environ={})
+
+
+def test_environment_overrides_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "spark:\n  master: local[4]\n  shuffle_partitions: 8\n")
+    env = {"LAKEHOUSE__SPARK__MASTER": "local[1]", "LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS": "3"}
+    config = load_config(path, environ=env)
+    assert config.spark.master == "local[1]"
+    assert config.spark.shuffle_partitions == 3
+
+
+def test_unknown_environment_key_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "{}\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'spark.mastr'"):
+        load_config(path, environ={"LAKEHOUSE__SPARK__MASTR": "local[1]"})
+
+
+def test_flags_win_over_environment_and_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "workdir: from-file\n")
+    config = load_config(
+        path,
+        environ={"LAKEHOUSE__WORKDIR": str(tmp_path / "from-env")},
+        overrides={"workdir": str(tmp_path / "from-flag")},
+    )
+    assert config.workdir_path == (tmp_path / "from-flag").resolve()
+    env_only = load_config(path, environ={"LAKEHOUSE__WORKDIR": str(tmp_path / "from-env")})
+    assert env_only.workdir_path == (tmp_path / "from-env").resolve()
+
+
+def test_force_format_overrides_every_table(tmp_path: Path) -> None:
+    config = load_config(REPO / "conf" / "lakehouse.yaml", environ={}, overrides={"force_format": "delta"})
+    assert {config.format_of(t) for t in config.tables.values()} == {TableFormat.DELTA}
