@@ -64,6 +64,10 @@ def session_conf(config: LakehouseConfig) -> dict[str, str]:
             # Delta rebuilds table state with this many shuffle partitions (default 50),
             # which dominates small-table latency on a 2-core machine.
             "spark.databricks.delta.snapshotPartitions": str(config.spark.shuffle_partitions),
+            # Delta's VACUUM lists files with this many tasks (default 10000).
+            "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(
+                max(2, config.spark.shuffle_partitions)
+            ),
             "spark.sql.catalogImplementation": "in-memory",
             "spark.sql.warehouse.dir": str(config.workdir_path / "spark-warehouse"),
             "spark.driver.extraJavaOptions": (
