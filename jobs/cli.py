@@ -17,6 +17,7 @@ from jobs.common import add_common_arguments, execute
 
 COMMANDS: dict[str, str] = {
     "demo": "jobs.demo",
+    "generate": "jobs.generate",
     "tables": "jobs.tables",
     "submit-args": "jobs.submit_args",
 }
