@@ -318,10 +318,10 @@ class Table(ABC):
     def resolve_version(self, ref: VersionRef) -> int:
         """The version named by ``ref``: checked to exist, or the one current at a timestamp."""
         parsed = parse_version_ref(ref)
+        if isinstance(parsed, int) and self._has_version(parsed):
+            return parsed
         commits = self.history()
         if isinstance(parsed, int):
-            if any(c.version == parsed for c in commits):
-                return parsed
             raise VersionNotFoundError(
                 f"{self.name} has no version {parsed}; "
                 f"known versions: {_sample([c.version for c in commits])}"
@@ -333,6 +333,10 @@ class Table(ABC):
                 f"{self.name} did not exist yet at {parsed.isoformat()} (first commit: {first})"
             )
         return earlier[-1].version
+
+    def _has_version(self, version: int) -> bool:
+        """Whether ``version`` names a state of the table (formats answer this cheaply)."""
+        return any(c.version == version for c in self.history())
 
     # -- candidates ---------------------------------------------------------------------
 

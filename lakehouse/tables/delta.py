@@ -188,10 +188,16 @@ class DeltaLakeTable(Table):
         return _history(self.spark, self.location)
 
     def current_version(self) -> int | None:
+        from delta.tables import DeltaTable
+
         if not self.exists():
             return None
-        commits = self.history()
-        return commits[-1].version if commits else None
+        rows = DeltaTable.forPath(self.spark, self.location).history(1).select("version").collect()
+        return int(rows[0]["version"]) if rows else None
+
+    def _has_version(self, version: int) -> bool:
+        current = self.current_version()
+        return current is not None and 0 <= version <= current
 
     # -- candidates ---------------------------------------------------------------------
 

@@ -186,6 +186,12 @@ class IcebergTable(Table):
         ).collect()
         return int(rows[0]["snapshot_id"]) if rows else None
 
+    def _has_version(self, version: int) -> bool:
+        rows = self.spark.sql(
+            f"SELECT 1 FROM {self._metadata_table('snapshots')} WHERE snapshot_id = {int(version)}"
+        ).collect()
+        return bool(rows)
+
     # -- candidates ---------------------------------------------------------------------
 
     def stage_candidate(self, name: str) -> Candidate:
