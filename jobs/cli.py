@@ -18,6 +18,8 @@ from jobs.common import add_common_arguments, execute
 COMMANDS: dict[str, str] = {
     "demo": "jobs.demo",
     "generate": "jobs.generate",
+    "ingest": "jobs.ingest",
+    "build": "jobs.build",
     "tables": "jobs.tables",
     "submit-args": "jobs.submit_args",
 }

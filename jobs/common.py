@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from lakehouse.tables import TableRegistry
+    from ledger import Clock, Ledger
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,18 @@ class Context:
         from lakehouse.tables import TableRegistry
 
         return TableRegistry(self.spark, self.config)
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        from ledger import SystemClock, open_ledger
+
+        return open_ledger(self.registry, clock=SystemClock())
+
+    @property
+    def clock(self) -> Clock:
+        from ledger import SystemClock
+
+        return SystemClock()
 
     def progress(self, message: str) -> None:
         """Progress goes to stderr so that stdout stays clean for ``--json``."""

@@ -101,3 +101,75 @@ class IngestError(LakehouseError):
 
     code = "ingest_error"
     exit_code = 2
+
+
+class LedgerError(LakehouseError):
+    """The provenance ledger could not be read, written or upgraded."""
+
+    code = "ledger_error"
+
+
+class LedgerConflictError(LedgerError):
+    """Other writers kept appending to the ledger; this append gave up after its retries."""
+
+    code = "ledger_conflict"
+
+
+class LedgerIntegrityError(LedgerError):
+    """The ledger's hash chain is broken or forked (edited, deleted, inserted or reordered)."""
+
+    code = "ledger_integrity"
+    exit_code = 4
+
+
+class LedgerSchemaError(LedgerError):
+    """The ledger table's schema version is not the one this code writes."""
+
+    code = "ledger_schema"
+    exit_code = 2
+
+
+class EngineError(LakehouseError):
+    """An engine declaration cannot be found, resolved or fingerprinted."""
+
+    code = "engine_error"
+    exit_code = 2
+
+
+class UnknownEngineError(EngineError, LookupError):
+    """No declared engine (version) matches the name, version or date asked for."""
+
+    code = "unknown_engine"
+
+
+class EngineFingerprintError(EngineError):
+    """An engine's code differs from the fingerprint declared for its version."""
+
+    code = "engine_fingerprint"
+
+
+class ReplayError(LakehouseError):
+    """A replay could not be scoped, built, published or rolled back as asked."""
+
+    code = "replay_error"
+
+
+class ReplayRefusedError(ReplayError):
+    """A replay step was refused by a rule (purpose, approval, verdict, I/O cap, rollback window)."""
+
+    code = "replay_refused"
+    exit_code = 2
+
+
+class PublicationHeldError(ReplayError):
+    """Publication waits for a required consumer's acknowledgement; nothing was published."""
+
+    code = "publication_held"
+    exit_code = 5
+
+
+class InjectedFailure(ReplayError):
+    """A failure injected on purpose at a named replay step (tests and recovery drills)."""
+
+    code = "injected_failure"
+    exit_code = 6

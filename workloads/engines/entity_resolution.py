@@ -39,6 +39,8 @@ __all__ = [
     "VERSION",
     "VERSION_1",
     "engine_label",
+    "entity_of_key_v1",
+    "known_versions",
     "normalise_email_v1",
     "resolve_v1",
     "resolver_for",
@@ -103,13 +105,36 @@ def resolve_v1(events: DataFrame) -> DataFrame:
 
 
 RESOLVERS: Final[Mapping[str, Resolver]] = {VERSION_1: resolve_v1}
-"""Every version this engine holds: version -> ``DataFrame -> DataFrame``."""
+"""The versions held in this module: version -> ``DataFrame -> DataFrame``. A later version
+may live in a sibling module ``entity_resolution_v<N>`` exposing ``resolve_v<N>``
+(it imports this module, so it is looked up lazily by :func:`resolver_for`)."""
+
+
+def known_versions() -> list[str]:
+    """Every version available: this module's and the sibling ``entity_resolution_v<N>`` ones."""
+    import pkgutil
+
+    import workloads.engines as package
+
+    prefix = f"{NAME}_v"
+    found = set(RESOLVERS)
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name.startswith(prefix) and module.name[len(prefix) :].isdigit():
+            found.add(module.name[len(prefix) :])
+    return sorted(found, key=int)
 
 
 def resolver_for(version: str) -> Resolver:
     """The resolve function of a version; a clear error for unknown versions."""
-    try:
+    import importlib
+
+    if version in RESOLVERS:
         return RESOLVERS[version]
-    except KeyError:
-        known = ", ".join(sorted(RESOLVERS))
-        raise UsageError(f"{NAME} has no version {version!r}; known versions: {known}") from None
+    if version.isdigit() and version in known_versions():
+        module = importlib.import_module(f"workloads.engines.{NAME}_v{version}")
+        function = getattr(module, f"resolve_v{version}", None)
+        if callable(function):
+            resolver: Resolver = function
+            return resolver
+    known = ", ".join(known_versions())
+    raise UsageError(f"{NAME} has no version {version!r}; known versions: {known}")

@@ -1,0 +1,38 @@
+"""``lakehouse ingest``: append a feed's new deliveries to Bronze, one manifest per delivery."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.common import Context, Outcome
+
+NAME = "ingest"
+HELP = "ingest a feed's deliveries into Bronze (re-ingesting a manifest is a no-op)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--feed", required=True, help="orders, refunds, logins, settlements or outcomes")
+    parser.add_argument(
+        "--source", type=Path, help="history folder or the feed's folder (default: <workdir>/history)"
+    )
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from workloads.pipeline import run_ingest
+
+    source = args.source or ctx.config.workdir_path / "history"
+    report = run_ingest(ctx.registry, ctx.ledger, ctx.clock, feed=args.feed, source=source)
+    lines = [report.describe()]
+    lines += [f"  {m.delivery}  {m.status:<17} rows={m.rows}  {m.manifest_id[:16]}" for m in report.manifests]
+    return Outcome(data=report.to_dict(), lines=lines)
+
+
+if __name__ == "__main__":
+    from jobs.cli import run_as_script
+
+    raise SystemExit(run_as_script(NAME))

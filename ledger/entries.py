@@ -1,0 +1,345 @@
+"""The typed, immutable entries of the provenance ledger.
+
+Every entry is a frozen pydantic model with a ``kind`` discriminator. In the ledger table an
+entry becomes one row: ``kind`` and ``run_id`` are columns, every other field goes into
+``body`` as canonical JSON (:func:`lakehouse.digest.canonical_json`), so one entry has
+exactly one text and therefore one hash. :func:`parse_entry` turns a row back into the
+typed entry.
+
+``entry_id`` is content-addressed (:func:`entry_id_of`): the same fact recorded twice has
+the same id, which is how :class:`ledger.writer.LedgerWriter` makes a rerun idempotent.
+
+``refs`` (:meth:`LedgerEntryBase.refs`) are short, queryable labels of what an entry is
+about, stored in the ``refs`` column from schema v2 on: ``out:<table>@<version>`` for a
+version an entry produced or made current, ``in:<table>@<version>`` for an input read,
+``engine:<name>@<version>`` for an engine run or declared.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+
+from lakehouse.digest import canonical_json, digest_of
+from lakehouse.errors import LedgerError
+from ledger.identity import EngineIdentity, InputRead, OutputWritten, TextMapping
+
+
+def out_ref(table: str, version: int) -> str:
+    """The ref of a table version an entry produced or made current."""
+    return f"out:{table}@{version}"
+
+
+def in_ref(table: str, version: int) -> str:
+    """The ref of a table version an entry read."""
+    return f"in:{table}@{version}"
+
+
+def engine_ref(identity: EngineIdentity) -> str:
+    """The ref of an engine version."""
+    return f"engine:{identity.ref}"
+
+
+class LedgerEntryBase(BaseModel):
+    """Fields and behaviour every entry shares."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+    run_id: str | None = None
+    """The run the entry belongs to (None for entries outside any run)."""
+
+    def refs(self) -> tuple[str, ...]:
+        """Queryable labels of the table versions and engines this entry is about."""
+        return ()
+
+    def body(self) -> str:
+        """Canonical JSON of every field except ``kind`` and ``run_id`` (stored as columns)."""
+        return canonical_json(self.model_dump(mode="json", exclude={"kind", "run_id"}))
+
+    def entry_id(self) -> str:
+        """Content address of the entry: equal facts have equal ids."""
+        return entry_id_of(self.kind, self.run_id, self.body())
+
+
+class _InRun(LedgerEntryBase):
+    run_id: str = Field(min_length=1)
+
+
+class EngineDeclared(LedgerEntryBase):
+    """A new engine version was declared in ``conf/engines.yaml``."""
+
+    kind: Literal["engine_declared"] = "engine_declared"
+    engine: EngineIdentity
+    implementation: str
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+    effective_from: date
+    description: str = ""
+
+    def refs(self) -> tuple[str, ...]:
+        return (engine_ref(self.engine),)
+
+
+class LedgerSchemaChanged(LedgerEntryBase):
+    """The ledger table itself was created or upgraded to a schema version (a migration)."""
+
+    kind: Literal["ledger_schema"] = "ledger_schema"
+    schema_version: int = Field(ge=1)
+    migration: str
+    description: str
+    columns_added: tuple[str, ...] = ()
+
+
+class RunStarted(_InRun):
+    """A run began: what it is for and exactly what it reads and runs."""
+
+    kind: Literal["run_started"] = "run_started"
+    command: str
+    purpose: str = Field(min_length=1)
+    """Why the run exists: ``correction`` (may publish after approval), ``comparison``
+    (never publishes), or an operational purpose such as ``ingest`` or ``build``."""
+    engines: tuple[EngineIdentity, ...] = ()
+    inputs: dict[str, InputRead] = Field(default_factory=dict)
+    """Input identity: table -> version/snapshot actually read and the range read."""
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
+    plan: str | None = None
+
+    def refs(self) -> tuple[str, ...]:
+        found = {in_ref(t, i.version) for t, i in self.inputs.items()}
+        found.update(engine_ref(e) for e in self.engines)
+        return tuple(sorted(found))
+
+    def identity_digest(self) -> str:
+        """Digest of input identity plus transformation identity (not purpose or command)."""
+        return digest_of(
+            {
+                "inputs": {t: i.model_dump(mode="json") for t, i in self.inputs.items()},
+                "engines": sorted(e.digest for e in self.engines),
+            }
+        )
+
+
+class RunFinished(_InRun):
+    """A run ended: its status, the versions it wrote and its counts."""
+
+    kind: Literal["run_finished"] = "run_finished"
+    status: Literal["ok", "failed"]
+    outputs: dict[str, OutputWritten] = Field(default_factory=dict)
+    counts: dict[str, int] = Field(default_factory=dict)
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _error_iff_failed(self) -> RunFinished:
+        if self.status == "failed" and not self.error:
+            raise ValueError("a failed run needs an error message")
+        if self.status == "ok" and self.error:
+            raise ValueError("a run that finished ok cannot carry an error")
+        return self
+
+    def refs(self) -> tuple[str, ...]:
+        return tuple(sorted(out_ref(t, o.version) for t, o in self.outputs.items()))
+
+
+class DiffManifest(_InRun):
+    """The diff of a candidate against serving, stored for audit and rollback."""
+
+    kind: Literal["diff_manifest"] = "diff_manifest"
+    table: str
+    candidate: str
+    base_version: int | None
+    candidate_version: int | None = None
+    counts: dict[str, int]
+    """At least added / removed / changed / unchanged."""
+    partitions: tuple[str, ...] = ()
+    manifest_digest: str
+    location: str | None = None
+    """Where the full per-key manifest is stored, if outside the ledger."""
+
+
+class ReconciliationDecision(_InRun):
+    """The verdict of independent checks on a candidate."""
+
+    kind: Literal["reconciliation_decision"] = "reconciliation_decision"
+    table: str
+    verdict: Literal["publish", "investigate", "repair", "suppress", "rollback"]
+    affected_range: dict[str, JsonValue] = Field(default_factory=dict)
+    old_total: Decimal | None = None
+    candidate_total: Decimal | None = None
+    expected_delta: Decimal | None = None
+    residual_delta: Decimal | None = None
+    first_bad_partition: str | None = None
+    failed_invariant: str | None = None
+    owner: str
+    checks: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class Approval(_InRun):
+    """A person approved (or rejected) a run's candidate for publication."""
+
+    kind: Literal["approval"] = "approval"
+    approver: str = Field(min_length=1)
+    decision: Literal["approved", "rejected"]
+    scope: str
+    """What was approved: a plan id, a candidate, a table."""
+    reason: str = ""
+    approved_at: AwareDatetime
+
+
+class Publication(_InRun):
+    """Candidates became what readers see: table -> version, effective from a moment."""
+
+    kind: Literal["publication"] = "publication"
+    tables: dict[str, int]
+    """Serving version (Delta) / snapshot id (Iceberg) per published table."""
+    previous: dict[str, int | None] = Field(default_factory=dict)
+    """Serving version per table before publication (the rollback target)."""
+    effective_at: AwareDatetime
+    candidate: str | None = None
+    built_by_run: str | None = None
+    """The run that built the candidate, when it is not the publishing run itself."""
+
+    def refs(self) -> tuple[str, ...]:
+        return tuple(sorted(out_ref(t, v) for t, v in self.tables.items()))
+
+
+class Supersession(_InRun):
+    """Published rows were replaced by a newer version; the old ones are kept."""
+
+    kind: Literal["supersession"] = "supersession"
+    table: str
+    key: str
+    """What was superseded: a key, key range or partition."""
+    old: str
+    new: str
+    reason: str = Field(min_length=1)
+    count: int | None = None
+
+
+class Notification(_InRun):
+    """One consumer was told about one decision version, exactly once."""
+
+    kind: Literal["notification"] = "notification"
+    consumer: str
+    table: str
+    version: int
+    decision_version: str
+    idempotency_key: str
+    channel: str = "outbox"
+
+
+class Rollback(_InRun):
+    """Serving was moved back to the content of an earlier version."""
+
+    kind: Literal["rollback"] = "rollback"
+    table: str
+    from_version: int
+    to_version: int
+    new_version: int
+    """The version readers see after the rollback (equal to ``to_version`` for Iceberg)."""
+    reason: str = Field(min_length=1)
+
+    def refs(self) -> tuple[str, ...]:
+        return (out_ref(self.table, self.new_version),)
+
+
+class ErasedIn(BaseModel):
+    """Erasure result in one table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rows: int = Field(ge=0)
+    version: int | None = None
+
+
+class ErasureCertificate(_InRun):
+    """A subject was erased everywhere; the certificate auditors are shown instead of rows."""
+
+    kind: Literal["erasure_certificate"] = "erasure_certificate"
+    certificate_id: str
+    subject_digest: str
+    """sha256 of the subject's key: the ledger is permanent, so never the raw identifier."""
+    policy: str
+    tables: dict[str, ErasedIn]
+    completed_at: AwareDatetime
+    checks: dict[str, bool] = Field(default_factory=dict)
+    complete: bool
+    model_versions: TextMapping = Field(default_factory=dict)
+
+
+LedgerEntry = Annotated[
+    EngineDeclared
+    | LedgerSchemaChanged
+    | RunStarted
+    | RunFinished
+    | DiffManifest
+    | ReconciliationDecision
+    | Approval
+    | Publication
+    | Supersession
+    | Notification
+    | Rollback
+    | ErasureCertificate,
+    Field(discriminator="kind"),
+]
+"""Any ledger entry, discriminated by ``kind``."""
+
+ENTRY_TYPES: tuple[type[LedgerEntryBase], ...] = (
+    EngineDeclared,
+    LedgerSchemaChanged,
+    RunStarted,
+    RunFinished,
+    DiffManifest,
+    ReconciliationDecision,
+    Approval,
+    Publication,
+    Supersession,
+    Notification,
+    Rollback,
+    ErasureCertificate,
+)
+KINDS: tuple[str, ...] = tuple(t.model_fields["kind"].default for t in ENTRY_TYPES)
+"""Every entry kind this code knows."""
+
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(LedgerEntry)
+
+
+def entry_id_of(kind: str, run_id: str | None, body: str) -> str:
+    """The content address of an entry (128 bits of sha256, hex)."""
+    return digest_of({"kind": kind, "run_id": run_id, "body": body})[:32]
+
+
+def parse_entry(kind: str, run_id: str | None, body: str) -> LedgerEntryBase:
+    """The typed entry stored as (kind, run_id, body); refuses unknown kinds and bad bodies."""
+    if kind not in KINDS:
+        raise LedgerError(
+            f"ledger entry kind {kind!r} is unknown to this code (known: {', '.join(KINDS)}); "
+            f"upgrade lakehouse-replay"
+        )
+    try:
+        fields = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise LedgerError(
+            f"ledger entry body of kind {kind!r} is not JSON ({exc.msg}); run ledger verify"
+        ) from None
+    if not isinstance(fields, dict):
+        raise LedgerError(f"ledger entry body of kind {kind!r} is not a JSON object; run ledger verify")
+    try:
+        entry: LedgerEntryBase = _ADAPTER.validate_python({**fields, "kind": kind, "run_id": run_id})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"][1:]) or "body"
+        raise LedgerError(f"ledger entry of kind {kind!r} has an invalid {where}: {first['msg']}") from None
+    return entry

@@ -1,0 +1,524 @@
+"""The ledger's storage edge: reading records from ``ops.ledger`` and appending to it safely.
+
+Why not ``Table.append``: two writers that each read the tip (seq ``n``) and then append
+seq ``n + 1`` would both succeed, because neither Delta nor Iceberg makes two blind appends
+conflict, and the chain would fork. An append therefore commits with the format's own
+optimistic concurrency, guarded on the tip it read:
+
+* **Delta**: ``MERGE INTO ledger t USING batch s ON t.seq >= <first seq>
+  WHEN NOT MATCHED THEN INSERT *``. The MERGE reads the table with the predicate
+  ``seq >= first``; a concurrent writer that committed rows with such a seq after this
+  transaction started makes Delta's conflict checker throw ``ConcurrentAppendException``
+  (a MERGE is never a blind append, so this holds under the default WriteSerializable
+  isolation). If the competitor committed *before* this MERGE started, the ON condition
+  matches its rows and nothing is inserted (Delta then writes no commit at all).
+* **Iceberg**: an overwrite by the filter ``seq >= <first seq>`` with the write options
+  ``validate-from-snapshot-id = <snapshot the tip was read from>`` and
+  ``isolation-level = serializable``. Iceberg validates at commit time, against the fresh
+  table metadata, that no data file matching the filter was added since that snapshot,
+  and throws ``ValidationException`` otherwise. The filter matches no existing row, so the
+  overwrite only adds.
+
+Every commit reports whether it wrote: Delta's MERGE returns its metrics (all rows
+inserted, or none because a competitor's rows matched), Iceberg's validation is exact.
+Only an outcome that cannot be told (an unexpected insert count) is read back (*commit,
+then confirm*): our own hashes at those seqs mean success, someone else's a lost race,
+anything else a fork (:class:`~lakehouse.errors.LedgerIntegrityError`). A lost race or
+a conflict exception is retried from the new tip with a bounded, deterministic backoff;
+entries already present (same content address) are not written again, so a commit whose
+outcome was unknown is not duplicated. This needs no lock and holds across threads,
+processes and machines, as far as the table format's own commit protocol does (Delta on
+object stores needs its usual LogStore for mutual exclusion of ``_delta_log`` writes).
+
+Every append is one commit whose metadata holds the run id and the new tip
+(:func:`ledger.chain.commit_anchor`), so :func:`ledger.chain.verify_chain` can check the
+chain against the table's own history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from lakehouse.config import TableFormat
+from lakehouse.errors import LedgerConflictError, LedgerError, LedgerIntegrityError, LedgerSchemaError
+from lakehouse.tables import DeltaLakeTable, IcebergTable, Table, TableRegistry
+from lakehouse.tables.base import (
+    commit_metadata,
+    first_line,
+    metadata_context_json,
+    session_settings,
+    temp_view,
+)
+from lakehouse.tables.delta import USER_METADATA_CONF
+from ledger.chain import LedgerRecord, Tip, commit_anchor, link
+from ledger.clock import Clock
+from ledger.entries import LedgerEntryBase
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+LEDGER_TABLE = "ops.ledger"
+"""Logical name of the ledger table in ``conf/lakehouse.yaml``."""
+
+DEFAULT_MAX_ATTEMPTS = 12
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CONFLICT_MARKERS = (
+    "io.delta.exceptions.Concurrent",
+    "DELTA_CONCURRENT",
+    "ProtocolChangedException",
+    "MetadataChangedException",
+    "Found conflicting",
+    "CommitFailedException",
+    "CommitStateUnknownException",
+    "SQLITE_BUSY",
+    "database is locked",
+)
+
+
+def ledger_table(registry: TableRegistry) -> Table:
+    """The configured ledger table (``ops.ledger``)."""
+    return registry.get(LEDGER_TABLE)
+
+
+# -- format-specific commits ------------------------------------------------------------------
+
+
+class LedgerStorage(ABC):
+    """How one table format reads the ledger's tip and commits a guarded append."""
+
+    format: ClassVar[TableFormat]
+
+    @abstractmethod
+    def sql_name(self, table: Table) -> str:
+        """The table as a SQL relation name."""
+
+    def refresh(self, table: Table) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Forget cached table state so that other writers' commits are seen."""
+
+    @abstractmethod
+    def create_if_missing(self, table: Table, columns_ddl: str) -> None:
+        """Create the table with these columns unless it exists; safe when raced by another process."""
+
+    @abstractmethod
+    def pin(self, table: Table) -> int | None:
+        """The state the tip is read from, if the guard needs it (None: read the latest)."""
+
+    @abstractmethod
+    def source(self, table: Table, pin: int | None) -> str:
+        """SQL relation of the table at ``pin`` (or latest)."""
+
+    @abstractmethod
+    def guarded_append(
+        self, table: Table, df: DataFrame, *, first_seq: int, rows: int, pin: int | None, meta: dict[str, str]
+    ) -> bool | None:
+        """Append ``df`` in one commit that fails (or inserts nothing) if seq >= first_seq exists.
+
+        Returns True if the rows were committed, False if nothing was written because
+        another writer got there first, None if the outcome must be read back.
+        """
+
+
+class DeltaLedgerStorage(LedgerStorage):
+    """Delta: a MERGE guarded on ``seq >= first``; Delta's conflict checker does the rest."""
+
+    format = TableFormat.DELTA
+
+    def sql_name(self, table: Table) -> str:
+        return f"delta.`{table.location}`"
+
+    def refresh(self, table: Table) -> None:
+        # Loading the path brings this process's cached Delta log up to date; existence
+        # checks (``DeltaTable.isDeltaTable``) otherwise trust a snapshot that may predate
+        # another process creating or writing the table.
+        with contextlib.suppress(Exception):  # not a Delta table (yet): nothing to refresh
+            table.spark.read.format("delta").load(table.location)
+
+    def create_if_missing(self, table: Table, columns_ddl: str) -> None:
+        props = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(table.spec.properties.items()))
+        tblprops = f" TBLPROPERTIES ({props})" if props else ""
+        table.spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {self.sql_name(table)} ({columns_ddl}) USING delta{tblprops}"
+        )
+
+    def pin(self, table: Table) -> int | None:
+        return None
+
+    def source(self, table: Table, pin: int | None) -> str:
+        return self.sql_name(table)
+
+    def guarded_append(
+        self, table: Table, df: DataFrame, *, first_seq: int, rows: int, pin: int | None, meta: dict[str, str]
+    ) -> bool | None:
+        view = temp_view(df, "ledger_batch")
+        statement = (
+            f"MERGE INTO {self.sql_name(table)} t USING {view} s ON t.seq >= {int(first_seq)} "
+            f"WHEN NOT MATCHED THEN INSERT *"
+        )
+        try:
+            with session_settings(table.spark, {USER_METADATA_CONF: metadata_context_json(meta)}):
+                metrics = table.spark.sql(statement).collect()  # the command ran; this reads its metrics
+        finally:
+            table.spark.catalog.dropTempView(view)
+        inserted = metrics[0].asDict().get("num_inserted_rows") if metrics else None
+        if inserted == rows:
+            return True
+        if inserted == 0:
+            return False  # the competitor committed before this MERGE began: its rows matched
+        return None
+
+
+class IcebergLedgerStorage(LedgerStorage):
+    """Iceberg: overwrite by ``seq >= first`` validated from the snapshot the tip was read at."""
+
+    format = TableFormat.ICEBERG
+
+    def sql_name(self, table: Table) -> str:
+        assert isinstance(table, IcebergTable)
+        return table.sql_name
+
+    def refresh(self, table: Table) -> None:
+        table.spark.sql(f"REFRESH TABLE {self.sql_name(table)}")
+
+    def create_if_missing(self, table: Table, columns_ddl: str) -> None:
+        assert isinstance(table, IcebergTable)
+        props = {"format-version": "2", **table.spec.properties}
+        tblprops = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items()))
+        table.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS `{table.catalog}`.`{table.namespace}`")
+        table.spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {table.sql_name} ({columns_ddl}) USING iceberg "
+            f"TBLPROPERTIES ({tblprops})"
+        )
+
+    def pin(self, table: Table) -> int | None:
+        return table.current_version()
+
+    def source(self, table: Table, pin: int | None) -> str:
+        name = self.sql_name(table)
+        return f"{name} VERSION AS OF {int(pin)}" if pin is not None else name
+
+    def guarded_append(
+        self, table: Table, df: DataFrame, *, first_seq: int, rows: int, pin: int | None, meta: dict[str, str]
+    ) -> bool | None:
+        from pyspark.sql import functions as F
+
+        writer = df.writeTo(table.location).option("isolation-level", "serializable")
+        if pin is not None:
+            writer = writer.option("validate-from-snapshot-id", str(pin))
+        for key, value in meta.items():
+            writer = writer.option(f"snapshot-property.{key}", value)
+        writer.overwrite(F.col("seq") >= F.lit(int(first_seq)))
+        return True  # validated at commit: no row with seq >= first_seq was added since the pin
+
+
+STORAGES: dict[TableFormat, LedgerStorage] = {
+    TableFormat.DELTA: DeltaLedgerStorage(),
+    TableFormat.ICEBERG: IcebergLedgerStorage(),
+}
+_TABLE_CLASSES: dict[TableFormat, type[Table]] = {
+    TableFormat.DELTA: DeltaLakeTable,
+    TableFormat.ICEBERG: IcebergTable,
+}
+
+
+def storage_for(table: Table) -> LedgerStorage:
+    """The storage strategy for the table's format."""
+    storage = STORAGES.get(table.format)
+    if storage is None or not isinstance(table, _TABLE_CLASSES[table.format]):
+        raise LedgerError(f"the ledger cannot be stored in a {type(table).__name__}; use delta or iceberg")
+    return storage
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def table_columns(table: Table) -> list[str]:
+    """The ledger table's physical columns, in order."""
+    storage = storage_for(table)
+    storage.refresh(table)
+    return list(table.spark.sql(f"SELECT * FROM {storage.sql_name(table)} LIMIT 0").columns)
+
+
+def read_records(
+    table: Table,
+    *,
+    where: str | None = None,
+    as_of: int | None = None,
+    columns: Sequence[str] | None = None,
+) -> list[LedgerRecord]:
+    """Records matching a SQL condition (all if None), ordered by seq."""
+    storage = storage_for(table)
+    present = list(columns) if columns is not None else table_columns(table)
+    select = [
+        "seq",
+        "entry_id",
+        "kind",
+        "run_id",
+        "unix_micros(recorded_at) AS recorded_us",
+        "body",
+        "prev_hash",
+        "hash",
+        "schema_version",
+    ]
+    if "refs" in present:
+        select.append("refs")
+    clause = f" WHERE {where}" if where else ""
+    rows = table.spark.sql(
+        f"SELECT {', '.join(select)} FROM {storage.source(table, as_of)}{clause} ORDER BY seq"
+    ).collect()
+    return [_record(row.asDict()) for row in rows]
+
+
+def _record(row: dict[str, Any]) -> LedgerRecord:
+    refs = row.get("refs")
+    return LedgerRecord(
+        seq=int(row["seq"]),
+        entry_id=str(row["entry_id"]),
+        kind=str(row["kind"]),
+        run_id=row["run_id"],
+        recorded_at=_EPOCH + timedelta(microseconds=int(row["recorded_us"])),
+        body=str(row["body"]),
+        prev_hash=str(row["prev_hash"]),
+        hash=str(row["hash"]),
+        schema_version=int(row["schema_version"]),
+        refs=tuple(refs) if refs is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class _Probe:
+    tip: Tip | None
+    present: frozenset[str]
+
+
+def _probe(table: Table, storage: LedgerStorage, pin: int | None, entry_ids: Iterable[str]) -> _Probe:
+    """One query: the tip, plus which of ``entry_ids`` the ledger already holds."""
+    source = storage.source(table, pin)
+    condition = "seq = top"
+    ids = sorted(set(entry_ids))
+    if ids:
+        condition += " OR entry_id IN (" + ", ".join(_quote(i) for i in ids) + ")"
+    # One scan (a window over the whole table) instead of a scalar max() subquery, which
+    # costs Delta several extra Spark jobs per append.
+    rows = table.spark.sql(
+        f"SELECT seq, hash, entry_id, schema_version FROM ("
+        f"SELECT seq, hash, entry_id, schema_version, max(seq) OVER () AS top FROM {source}"
+        f") WHERE {condition}"
+    ).collect()
+    tip_row = max(rows, key=lambda r: (int(r["seq"]), str(r["hash"])), default=None)
+    tip = (
+        Tip(int(tip_row["seq"]), str(tip_row["hash"]), int(tip_row["schema_version"]))
+        if tip_row is not None
+        else None
+    )
+    return _Probe(tip, frozenset(str(r["entry_id"]) for r in rows if str(r["entry_id"]) in ids))
+
+
+def read_tip(table: Table) -> Tip | None:
+    """The last record's seq, hash and schema version; None for a missing or empty ledger."""
+    storage = storage_for(table)
+    storage.refresh(table)
+    if not table.exists():
+        return None
+    pin = storage.pin(table)
+    return _probe(table, storage, pin, ()).tip
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What one append did."""
+
+    records: tuple[LedgerRecord, ...]
+    """The records written, in seq order (empty if every entry was already there)."""
+    skipped: tuple[str, ...]
+    """Entry ids left out because the ledger (or the batch) already held them."""
+    attempts: int
+    """Commit attempts used: 1 unless other writers won races and this one retried."""
+
+
+AttemptHook = Callable[[int], None]
+"""Called with the attempt number after the tip was read and before the commit (tests)."""
+
+
+def records_frame(table: Table, records: Sequence[LedgerRecord], columns: Sequence[str]) -> DataFrame:
+    """A DataFrame of ``records`` with exactly the table's ``columns``."""
+    from pyspark.sql.types import (
+        ArrayType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    types = {
+        "seq": (LongType(), False),
+        "entry_id": (StringType(), False),
+        "kind": (StringType(), False),
+        "run_id": (StringType(), True),
+        "recorded_at": (TimestampType(), False),
+        "body": (StringType(), False),
+        "prev_hash": (StringType(), False),
+        "hash": (StringType(), False),
+        "schema_version": (IntegerType(), False),
+        "refs": (ArrayType(StringType(), containsNull=False), True),
+    }
+    unknown = [c for c in columns if c not in types]
+    if unknown:
+        raise LedgerSchemaError(
+            f"{table.name} has columns {unknown} this code does not know; upgrade lakehouse-replay"
+        )
+    schema = StructType([StructField(c, types[c][0], types[c][1]) for c in columns])
+    rows = [tuple(getattr(r, c) if c != "refs" else _refs_value(r) for c in columns) for r in records]
+    return table.spark.createDataFrame(rows, schema)
+
+
+def _refs_value(record: LedgerRecord) -> list[str] | None:
+    return list(record.refs) if record.refs is not None else None
+
+
+def commit_entries(
+    table: Table,
+    entries: Sequence[LedgerEntryBase],
+    *,
+    clock: Clock,
+    schema_version: int,
+    expect_tip_schema: int,
+    run_id: str | None = None,
+    deduplicate: bool = True,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    on_attempt: AttemptHook | None = None,
+) -> AppendResult:
+    """Append ``entries`` as records of ``schema_version`` in one guarded commit, retrying conflicts.
+
+    ``expect_tip_schema`` is the schema version the current tip must have (0: empty
+    ledger); migrations pass the version before theirs, writers the current one.
+    """
+    if not entries:
+        return AppendResult((), (), 0)
+    storage = storage_for(table)
+    storage.refresh(table)
+    if not table.exists():
+        raise LedgerSchemaError(
+            f"{table.name} does not exist at {table.location}; "
+            f"run ledger.migrate (lakehouse ledger migrate) first"
+        )
+    ids = [e.entry_id() for e in entries]
+    commit_run = run_id if run_id is not None else _single_run(entries)
+    for attempt in range(max_attempts):
+        storage.refresh(table)
+        pin = storage.pin(table)
+        probe = _probe(table, storage, pin, ids if deduplicate else ())
+        todo, skipped = _pending(entries, ids, probe.present, deduplicate)
+        if not todo:
+            return AppendResult((), tuple(skipped), attempt + 1)
+        tip_schema = probe.tip.schema_version if probe.tip is not None else 0
+        if tip_schema != expect_tip_schema:
+            raise _schema_mismatch(table, tip_schema, expect_tip_schema)
+        records = link(todo, probe.tip, recorded_at=clock.now(), schema_version=schema_version)
+        meta = commit_metadata(commit_run, commit_anchor(records))
+        frame = records_frame(table, records, table_columns(table))
+        if on_attempt is not None:
+            on_attempt(attempt)
+        try:
+            written = storage.guarded_append(
+                table, frame, first_seq=records[0].seq, rows=len(records), pin=pin, meta=meta
+            )
+        except Exception as exc:
+            if not is_conflict(exc):
+                raise LedgerError(f"cannot append to {table.name}: {first_line(exc)}") from exc
+            written = False
+        if written is None:
+            written = _confirm(table, storage, records)
+        if written:
+            return AppendResult(tuple(records), tuple(skipped), attempt + 1)
+        _backoff(attempt, ids[0])
+    raise LedgerConflictError(
+        f"could not append {len(entries)} entries to {table.name} after {max_attempts} attempts: "
+        f"other writers kept winning; retry later"
+    )
+
+
+def _pending(
+    entries: Sequence[LedgerEntryBase], ids: Sequence[str], present: frozenset[str], deduplicate: bool
+) -> tuple[list[LedgerEntryBase], list[str]]:
+    if not deduplicate:
+        return list(entries), []
+    seen = set(present)
+    todo: list[LedgerEntryBase] = []
+    skipped: list[str] = []
+    for entry, entry_id in zip(entries, ids, strict=True):
+        if entry_id in seen:
+            skipped.append(entry_id)
+            continue
+        seen.add(entry_id)
+        todo.append(entry)
+    return todo, skipped
+
+
+def _confirm(table: Table, storage: LedgerStorage, records: Sequence[LedgerRecord]) -> bool:
+    """True if the seq range holds exactly our records; False if another writer's; else raise."""
+    storage.refresh(table)
+    first, last = records[0].seq, records[-1].seq
+    rows = table.spark.sql(
+        f"SELECT seq, hash FROM {storage.sql_name(table)} WHERE seq BETWEEN {first} AND {last}"
+    ).collect()
+    found: dict[int, set[str]] = {}
+    for row in rows:
+        found.setdefault(int(row["seq"]), set()).add(str(row["hash"]))
+    ours = {r.seq: r.hash for r in records}
+    if all(found.get(seq) == {digest} for seq, digest in ours.items()):
+        return True
+    if not any(digest in found.get(seq, set()) for seq, digest in ours.items()):
+        return False
+    raise LedgerIntegrityError(
+        f"{table.name} forked at seq {first}..{last}: two writers' entries share those seqs; "
+        f"stop writers and run lakehouse ledger verify"
+    )
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """Whether an exception is another writer winning a commit race (worth a retry)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return any(marker in text for marker in _CONFLICT_MARKERS)
+
+
+def _backoff(attempt: int, salt: str) -> None:
+    """Sleep before retrying: exponential, capped, with jitter derived from the batch (no RNG)."""
+    spread = int(hashlib.sha256(f"{salt}:{attempt}".encode()).hexdigest()[:4], 16) / 0xFFFF
+    time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + spread))
+
+
+def _single_run(entries: Sequence[LedgerEntryBase]) -> str | None:
+    runs = {e.run_id for e in entries if e.run_id is not None}
+    return runs.pop() if len(runs) == 1 else None
+
+
+def _schema_mismatch(table: Table, found: int, expected: int) -> LedgerSchemaError:
+    if found == 0:
+        return LedgerSchemaError(
+            f"{table.name} is empty and not initialised; run ledger.migrate (lakehouse ledger migrate) first"
+        )
+    if found < expected:
+        return LedgerSchemaError(
+            f"{table.name} is at ledger schema v{found}, this code writes v{expected}; "
+            f"run ledger.migrate (lakehouse ledger migrate) first"
+        )
+    return LedgerSchemaError(
+        f"{table.name} is at ledger schema v{found}, newer than this code (v{expected}); "
+        f"upgrade lakehouse-replay"
+    )

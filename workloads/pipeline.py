@@ -1,0 +1,125 @@
+"""The medallion path as recorded runs: ingest -> Silver -> Gold.
+
+Each function pins its inputs, verifies the declared engines it runs, records the run in
+the ledger around the build, and returns the build's report. The CLI and the demo call
+these; the builds themselves (``workloads.ingest``, ``workloads.silver``,
+``workloads.gold``) know nothing of the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from lakehouse.tables import TableRegistry
+from ledger import Clock, Ledger
+from workloads.engines import correlation, entity_resolution
+from workloads.generator import FEEDS, LatenessRule
+from workloads.gold import GoldReport, build_gold
+from workloads.ingest import IngestReport, ingest_feed
+from workloads.runs import DEFAULT_ENGINES, new_run_id, pin, recorded_run, verified_engines
+from workloads.silver import SilverReport, build_silver
+
+Gate = Callable[[str, Any], None]
+BRONZE_TABLES = tuple(f"bronze.{feed}" for feed in FEEDS)
+
+
+def _written(outputs: Mapping[str, int | None]) -> dict[str, int]:
+    return {name: version for name, version in outputs.items() if version is not None}
+
+
+def run_ingest(
+    registry: TableRegistry, ledger: Ledger, clock: Clock, *, feed: str, source: Path
+) -> IngestReport:
+    """Ingest one feed's new deliveries as a recorded run."""
+    run_id = new_run_id(f"ingest-{feed}", clock.now(), str(source))
+    inputs = pin(registry, [f"bronze.{feed}", "ops.manifests"])
+    with recorded_run(
+        ledger,
+        run_id=run_id,
+        command=f"ingest --feed {feed}",
+        purpose="ingest",
+        inputs=inputs,
+        parameters={"feed": feed, "source": str(source)},
+    ) as log:
+        report = ingest_feed(registry, feed, source, run_id=run_id)
+        log.outputs.update(_written(report.outputs))
+        log.counts["rows_written"] = report.rows_written
+        log.counts["manifests_ingested"] = len(report.ingested)
+    return report
+
+
+def run_silver(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    *,
+    policy: Mapping[str, LatenessRule],
+    since: date | None = None,
+    until: date | None = None,
+    gate: Gate | None = None,
+    engines_path: Path = DEFAULT_ENGINES,
+) -> SilverReport:
+    """Build Silver from pinned Bronze under the declared entity resolution, as a recorded run."""
+    version = int(entity_resolution.VERSION)
+    engines = verified_engines([(entity_resolution.NAME, version)], engines_path)
+    run_id = new_run_id("silver", clock.now())
+    inputs = pin(registry, BRONZE_TABLES)
+    window = {"since": since.isoformat() if since else None, "until": until.isoformat() if until else None}
+    with recorded_run(
+        ledger,
+        run_id=run_id,
+        command="build silver",
+        purpose="build",
+        inputs=inputs,
+        engines=engines,
+        parameters=window,
+    ) as log:
+        report = build_silver(
+            registry, run_id=run_id, policy=policy, since=since, until=until, inputs=inputs, gate=gate
+        )
+        log.outputs.update(_written(report.outputs))
+        for fates in report.fates.values():
+            for fate, count in fates.items():
+                log.counts[fate] = log.counts.get(fate, 0) + count
+    return report
+
+
+def run_gold(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    *,
+    full: bool = False,
+    gate: Gate | None = None,
+    engines_path: Path = DEFAULT_ENGINES,
+) -> GoldReport:
+    """Build Gold (features, W1 baselines, correlations) as a recorded run."""
+    engines = verified_engines([(correlation.NAME, int(correlation.VERSION))], engines_path)
+    started = clock.now()
+    run_id = new_run_id("gold", started)
+    inputs = pin(registry, ["silver.events"])
+    with recorded_run(
+        ledger,
+        run_id=run_id,
+        command="build gold",
+        purpose="build",
+        inputs=inputs,
+        engines=engines,
+        parameters={"full": full},
+    ) as log:
+        report = build_gold(registry, run_id=run_id, recorded_at=started, full=full, gate=gate)
+        log.outputs.update(_written(report.outputs))
+        log.counts.update(
+            {
+                "events": report.events,
+                "unattributed_events": report.unattributed_events,
+                "entities_recomputed": report.entities_recomputed,
+            }
+        )
+        if report.correlations is not None:
+            log.counts["correlations_inserted"] = report.correlations.inserted
+            log.counts["correlations_updated"] = report.correlations.updated
+    return report
