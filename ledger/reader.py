@@ -6,6 +6,7 @@ logic on the rows is in the pure functions of :mod:`ledger.chain` and :mod:`ledg
 
 from __future__ import annotations
 
+from lakehouse.errors import UsageError
 from lakehouse.tables import Table, TableRegistry
 from ledger.chain import LedgerRecord, VerifyReport, verify_chain
 from ledger.entries import KINDS, LedgerEntryBase, out_ref
@@ -50,8 +51,6 @@ class LedgerReader:
     def by_kind(self, kind: str) -> list[LedgerEntryBase]:
         """Every entry of one kind, in the order recorded."""
         if kind not in KINDS:
-            from lakehouse.errors import UsageError
-
             raise UsageError(f"unknown ledger entry kind {kind!r}; known kinds: {', '.join(KINDS)}")
         return self.entries(kind=kind)
 

@@ -184,7 +184,10 @@ class IcebergLedgerStorage(LedgerStorage):
         return table.sql_name
 
     def refresh(self, table: Table) -> None:
-        table.spark.sql(f"REFRESH TABLE {self.sql_name(table)}")
+        # Spark's Iceberg catalog caches loaded tables; other processes' commits would stay
+        # invisible here until the cache entry expires.
+        with contextlib.suppress(Exception):  # no such table (yet): nothing cached
+            table.spark.sql(f"REFRESH TABLE {self.sql_name(table)}")
 
     def create_if_missing(self, table: Table, columns_ddl: str) -> None:
         assert isinstance(table, IcebergTable)

@@ -334,7 +334,7 @@ def json_object(raw: Column) -> Column:
     """
     from pyspark.sql import functions as F
 
-    trimmed = F.regexp_replace(raw, r"^[ \t\r\n]+|[ \t\r\n]+$", "")
+    trimmed = F.btrim(raw, F.lit(" \t\r\n"))
     shaped = trimmed.startswith("{") & trimmed.endswith("}")
     return F.when(shaped, F.try_parse_json(raw))
 
@@ -402,14 +402,15 @@ def _read_bronze_rows(
     texts = spark.read.text(to_read, wholetext=True).select(
         F.col("_metadata.file_path").alias("_path"), F.col("value")
     )
-    lines_array = _split_lines(F.col("value"))
+    # The lines and the CSV header are computed once per file, before the explode; an
+    # expression on the file text after it would run once per line (quadratic).
+    is_csv_path = F.lower(F.col("_path")).endswith(".csv")
+    per_file = texts.select("_path", _split_lines(F.col("value")).alias("_lines")).select(
+        "_path", F.when(is_csv_path, F.try_element_at("_lines", F.lit(1))).alias("_header"), "_lines"
+    )
     lines = (
-        texts.select(
-            "_path",
-            F.try_element_at(lines_array, F.lit(1)).alias("_header"),
-            F.posexplode(lines_array).alias("_pos", "_raw"),
-        )
-        .where(~(F.lower(F.col("_path")).endswith(".csv") & (F.col("_pos") == 0)))
+        per_file.select("_path", "_header", F.posexplode("_lines").alias("_pos", "_raw"))
+        .where(~(is_csv_path & (F.col("_pos") == 0)))
         .persist()
     )
     counted: dict[str, tuple[str, int]] = {

@@ -86,6 +86,11 @@ class DeltaLakeTable(Table):
         try:
             self.spark.sql(statement)
         except Exception as exc:
+            if self.exists():
+                # Another writer created it between our check and our commit: theirs stays.
+                if if_not_exists:
+                    return
+                raise TableExistsError(f"{self.name} already exists at {self.location}") from exc
             if not existed_before:
                 _delete_path(self.spark, self.location)
             raise TableError(f"cannot create {self.name}: {first_line(exc)}") from exc

@@ -84,6 +84,14 @@ class IcebergTable(Table):
                 f"CREATE TABLE {self.sql_name} ({self.spec.schema_ddl}) USING iceberg"
                 f"{partition} TBLPROPERTIES ({tblprops})"
             )
+        except Exception as exc:
+            if self.exists():
+                # Another writer created it between our check and our commit: theirs stays.
+                if if_not_exists:
+                    return
+                raise TableExistsError(f"{self.name} already exists as {self.location}") from exc
+            raise TableError(f"cannot create {self.name}: {first_line(exc)}") from exc
+        try:
             if self.spec.sort_by:
                 order = ", ".join(f"`{c}`" for c in self.spec.sort_by)
                 layout = (

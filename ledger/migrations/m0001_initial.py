@@ -8,6 +8,8 @@ hash covers seq, kind, run_id, recorded_at, body, prev_hash and schema_version
 
 from __future__ import annotations
 
+import time
+
 from lakehouse.errors import LedgerSchemaError
 from lakehouse.tables import Table
 from ledger.store import is_conflict, storage_for
@@ -39,16 +41,23 @@ def apply(table: Table) -> None:
     two processes opening a new ledger at once both succeed here.
     """
     storage = storage_for(table)
-    for _ in range(ATTEMPTS):
+    problem = "other processes kept conflicting"
+    for attempt in range(ATTEMPTS):
         storage.refresh(table)
         if table.exists():
             return
         try:
             storage.create_if_missing(table, ", ".join(COLUMNS))
         except Exception as exc:
-            storage.refresh(table)
-            if not is_conflict(exc) and not table.exists():
-                raise LedgerSchemaError(f"cannot create {table.name}: {str(exc).splitlines()[0]}") from exc
+            problem = str(exc).strip().splitlines()[0]
+            if not (is_conflict(exc) or _being_created(exc)):
+                raise LedgerSchemaError(f"cannot create {table.name}: {problem}") from exc
+            time.sleep(0.2 * (attempt + 1))
     storage.refresh(table)
     if not table.exists():
-        raise LedgerSchemaError(f"cannot create {table.name}: other processes kept conflicting; retry")
+        raise LedgerSchemaError(f"cannot create {table.name}: {problem}; retry")
+
+
+def _being_created(exc: BaseException) -> bool:
+    """Delta's answer while another process has started, not finished, creating the table."""
+    return "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION" in str(exc)
