@@ -77,7 +77,7 @@ def event(event_id: str | None, domain: str, **changes: Any) -> dict[str, Any]:
         "amount": Decimal("10.00"),
         "currency": "EUR",
         "_manifest_id": "m1",
-        "_file": "f1",
+        "_source_file": "f1",
         "_line": 1,
     }
     row.update(changes)
