@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "generate": "jobs.generate",
     "ingest": "jobs.ingest",
     "build": "jobs.build",
+    "ledger": "jobs.ledger_job",
     "tables": "jobs.tables",
     "submit-args": "jobs.submit_args",
 }
