@@ -108,9 +108,9 @@ def resolve_v2(events: DataFrame) -> DataFrame:
     )
     components = _components(nodes, edges)
 
-    own = keyed.join(components.withColumnRenamed("node", key), key, "left").withColumnRenamed(
-        "label", "__er2_own"
-    )
+    # Rename before joining: Silver has a column called `label` (outcome labels) of its own.
+    resolved = components.select(F.col("node").alias(key), F.col("label").alias("__er2_own"))
+    own = keyed.join(resolved, key, "left")
     orders = (
         own.where((F.col("domain") == "orders") & F.col("__er2_own").isNotNull())
         .groupBy(F.col("event_id").alias("__er2_order"))
