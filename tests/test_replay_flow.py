@@ -1,0 +1,440 @@
+"""The W2 replay flow end to end on real tables, once per format (Delta and Iceberg).
+
+The history is tiny and written by hand, so every expected row is known:
+
+* ``ann@example.com`` (o1: device d1, card c1) and ``bob@example.com`` (o2: device d1) share
+  device d1: v1 correlation (bob, ann), January. Under ER v2 it is unchanged (ann keeps her
+  v1 id, the smaller of her two keys; nothing of ann+promo touches d1): no churn.
+* ``ann+promo@example.com`` (o3: device d2, card c1) is a second entity under v1 and merges
+  into ann under v2 (plus-tag and shared card). v1's (ann, ann+promo) shared_card row of
+  February is retracted: both sides are one entity now.
+* ``carol@example.com`` (l1: device d2) shares d2 with ann+promo: v1's (ann+promo, carol) of
+  February is superseded by v2's (ann, carol).
+* dave and erin (l2, l3) share device d5 in March: untouched.
+
+Affected entities are exactly ann and ann+promo; partitions in scope 2025-01 and 2025-02;
+only 2025-02 is rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pyspark.sql import functions as F
+
+from lakehouse.digest import canonical_hash
+from lakehouse.errors import InjectedFailure, PublicationHeldError, ReplayRefusedError
+from lakehouse.tables import Table
+from ledger.clock import FixedClock
+from ledger.engines import EngineCatalog, fingerprint, load_engines
+from ledger.entries import Notification, Publication, ReconciliationDecision, Rollback
+from ledger.reader import LedgerReader
+from workloads.engines.correlation import ENGINE, correlate_v1
+from workloads.engines.entity_resolution import resolve_v1
+from workloads.gold import write_correlations
+from workloads.outbox import ACKS, OUTBOX
+from workloads.plan import CorrectionPlan, Purpose, load_plan
+from workloads.replay import (
+    FailPoint,
+    ProducingRun,
+    ack,
+    approve,
+    plan_scope,
+    publish,
+    rollback,
+    run_candidates,
+    run_replay,
+)
+from workloads.replay.candidate import WHEN_COLUMNS
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[1]
+PLAN = REPO / "conf" / "plans" / "er-v2-recorrelation.yaml"
+GOLD = "gold.correlations"
+LABEL = "correlation@1;entity_resolution@2"
+START = datetime(2026, 3, 1, tzinfo=UTC)
+GOLD_RECORDED = datetime(2025, 4, 1, tzinfo=UTC)
+
+
+def v1_id(email: str) -> str:
+    return "e1-" + hashlib.sha256(email.encode()).hexdigest()[:16]
+
+
+ANN, PROMO, BOB, CAROL = (v1_id(f"{n}@example.com") for n in ("ann", "ann+promo", "bob", "carol"))
+assert ANN < PROMO, "the merged entity keeps ann's id"
+
+
+def event(
+    eid: str,
+    domain: str,
+    when: str,
+    email: str,
+    *,
+    device: str | None = None,
+    card: str | None = None,
+    line: int,
+) -> tuple[Any, ...]:
+    """One ``silver.events`` row (entity filled by ER v1 when written)."""
+    at = datetime.fromisoformat(when).replace(tzinfo=UTC)
+    day = at.date()
+    order = domain == "orders"
+    return (
+        eid,
+        domain,
+        at,
+        day,
+        day.strftime("%Y-%m"),
+        at + timedelta(hours=1),
+        day,
+        "on_time",
+        "1",
+        1,
+        email,
+        None,
+        None,
+        card,
+        device,
+        eid if order else None,
+        Decimal("10.00") if order else None,
+        "EUR" if order else None,
+        None,
+        None,
+        True if domain == "logins" else None,
+        None,
+        "m-1",
+        f"{domain}.jsonl",
+        line,
+    )
+
+
+EVENTS = [
+    event("o1", "orders", "2025-01-05T10:00:00", "ann@example.com", device="d1", card="c1", line=1),
+    event("o2", "orders", "2025-01-06T10:00:00", "bob@example.com", device="d1", card="c2", line=2),
+    event("o3", "orders", "2025-02-10T10:00:00", "ann+promo@example.com", device="d2", card="c1", line=3),
+    event("l1", "logins", "2025-02-11T10:00:00", "carol@example.com", device="d2", line=1),
+    event("l2", "logins", "2025-03-03T10:00:00", "dave@example.com", device="d5", line=2),
+    event("l3", "logins", "2025-03-04T10:00:00", "erin@example.com", device="d5", line=3),
+]
+
+
+def seed(lh: Any) -> Table:
+    """Silver (ER v1), the Bronze rows it came from, and Gold correlations built by v1."""
+    spark, registry, tables = lh.spark, lh.registry, lh.config.tables
+    silver = registry.get("silver.events")
+    silver.create()
+    silver.append(
+        resolve_v1(spark.createDataFrame(EVENTS, tables["silver.events"].schema_ddl)), run_id="silver-1"
+    )
+    for domain in ("orders", "logins"):
+        bronze = registry.get(f"bronze.{domain}")
+        bronze.create()
+        raw = [
+            (f"raw {e[0]}", e[0], e[2], e[5], e[5].date(), "test", "1", e[22], e[23], e[24], "ingest-1")
+            for e in EVENTS
+            if e[1] == domain
+        ]
+        bronze.append(spark.createDataFrame(raw, tables[f"bronze.{domain}"].schema_ddl), run_id="ingest-1")
+    gold = registry.get(GOLD)
+    gold.create()
+    built = correlate_v1(silver.read(), run_id="gold-1", recorded_at=GOLD_RECORDED)
+    write_correlations(gold, built, engine=ENGINE, run_id="gold-1")
+    return gold
+
+
+@pytest.fixture
+def engines(tmp_path: Path) -> EngineCatalog:
+    """ER v1 and v2 and correlation v1, declared with their real code fingerprints."""
+    implementations = [
+        ("entity_resolution", 1, "workloads.engines.entity_resolution:resolve_v1", "2024-01-01", {}),
+        ("entity_resolution", 2, "workloads.engines.entity_resolution_v2:resolve_v2", "2026-01-01", {}),
+        (
+            "correlation",
+            1,
+            "workloads.engines.correlation:correlate_v1",
+            "2024-01-01",
+            {"max_entities_per_asset": 50, "types": ["shared_card", "shared_device"]},
+        ),
+    ]
+    items = [
+        {
+            "name": name,
+            "version": version,
+            "implementation": implementation,
+            "effective_from": effective,
+            "description": f"{name} version {version}",
+            "parameters": parameters,
+            "code_fingerprint": fingerprint(implementation),
+        }
+        for name, version, implementation, effective, parameters in implementations
+    ]
+    path = tmp_path / "engines.yaml"
+    path.write_text(yaml.safe_dump({"engines": items}, sort_keys=False), encoding="utf-8")
+    return load_engines(path)
+
+
+def plan_with(purpose: Purpose = Purpose.CORRECTION, **operations: Any) -> CorrectionPlan:
+    raw = load_plan(PLAN).with_purpose(purpose).model_dump(mode="json", by_alias=True)
+    raw["operations"].update(operations)
+    return CorrectionPlan.model_validate(raw)
+
+
+def rows(table: Table) -> dict[tuple[str, str], dict[str, Any]]:
+    """Rows by identity (correlation_id, run_id)."""
+    return {(r["correlation_id"], r["run_id"]): r.asDict() for r in table.read().collect()}
+
+
+def pair(row: dict[str, Any]) -> tuple[str, str, str]:
+    return row["correlation_type"], row["entity_a"], row["entity_b"]
+
+
+def naive(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def assert_store_invariants(content: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """No id with two current rows; every superseded row points to an existing successor."""
+    current = [
+        r["correlation_id"] for r in content.values() if r["status"] in ("provisional", "authoritative")
+    ]
+    assert len(current) == len(set(current)), "a correlation id has two current rows"
+    ids = {r["correlation_id"] for r in content.values()}
+    for r in content.values():
+        if r["status"] == "superseded":
+            assert r["superseded_by"] in ids, r
+        assert r["entity_a"] < r["entity_b"]
+
+
+def ledger_of(lh: Any, run_id: str, kind: type[Any]) -> list[Any]:
+    return [e for e in LedgerReader.for_registry(lh.registry).by_run(run_id) if isinstance(e, kind)]
+
+
+def test_dry_run_lists_exactly_the_affected_scope_and_writes_nothing(lakehouse: Any, engines: Any) -> None:
+    gold = seed(lakehouse)
+    registry = lakehouse.registry
+    versions = {t.name: t.current_version() for t in registry if t.exists()}
+
+    with pytest.raises(ReplayRefusedError, match=r"over its cap operations.max_bytes_read = 1"):
+        plan_scope(registry, plan_with(max_bytes_read=1), engines=engines)
+    scope = plan_scope(registry, plan_with(), engines=engines)
+
+    assert scope.affected_entities == tuple(sorted((ANN, PROMO)))
+    assert scope.old_entities == tuple(sorted((ANN, PROMO)))
+    assert scope.new_entities == (ANN,)
+    assert scope.recomputed_entity_count == 2
+    assert scope.partitions == ("2025-01", "2025-02")
+    assert scope.changed_partitions == ("2025-02",)
+    counts = (scope.serving_rows_in_scope, scope.new_rows, scope.unchanged)
+    assert counts == (3, 2, 1)
+    assert (scope.to_supersede, scope.to_retract, scope.to_insert) == (1, 1, 1)
+    assert scope.producing_runs == (ProducingRun("gold-1", 2, ("correlation@1",), in_ledger=False),)
+    assert scope.inputs == {"events": 4, "scored": 4, "rejected": 0, "held": 0}
+    assert scope.estimate.rows_to_read == len(EVENTS)
+    assert scope.estimate.rows_to_write == 3
+    assert 0 < scope.estimate.bytes_to_read <= scope.estimate.max_bytes_read
+    assert scope.engine_label == LABEL
+    # a dry run writes nothing: no ledger, no outbox, no candidate, no new version
+    assert {t.name: t.current_version() for t in registry if t.exists()} == versions
+    assert not registry.get("ops.ledger").exists()
+    assert not registry.get(OUTBOX).exists()
+    assert gold.list_candidates() == []
+
+
+@pytest.mark.slow
+def test_correction_publishes_atomically_once_keeps_late_rows_and_rolls_back(
+    lakehouse: Any, engines: Any
+) -> None:
+    gold = seed(lakehouse)
+    registry, plan = lakehouse.registry, plan_with()
+    clock = FixedClock(START, step=timedelta(seconds=1))
+    served = rows(gold)
+
+    out = run_replay(registry, plan, engines=engines, clock=clock)
+    assert out.status == "awaiting_approval"
+    assert out.decision["verdict"] == "publish"
+    assert out.decision["owner"] == "risk-analytics"
+    assert out.partitions == ("2025-02",)
+    assert (out.diff["added"], out.diff["removed"], out.diff["changed"]) == (1, 2, 0)
+    assert [(h["kind"], h["old_id"]) for h in out.high_impact] == [
+        ("retracted", next(k[0] for k, r in served.items() if pair(r) == ("shared_card", ANN, PROMO)))
+    ]
+    assert {n["consumer"] for n in out.notifications_planned} == {"fraud-ops", "analytics"}
+    assert not registry.get(OUTBOX).exists(), "a replay writes nothing to the live outbox"
+    assert rows(gold) == served, "the candidate is invisible to readers"
+
+    with pytest.raises(ReplayRefusedError, match="is not approved"):
+        publish(registry, out.run_id, clock=clock)
+    with pytest.raises(ReplayRefusedError, match="may not approve"):
+        approve(registry, out.run_id, by="mallory", clock=clock)
+    approve(registry, out.run_id, by="risk-lead", clock=clock)
+    ack(registry, "analytics", out.run_id, by="bi-team", clock=clock)
+    with pytest.raises(PublicationHeldError, match="fraud-ops"):
+        publish(registry, out.run_id, clock=clock)
+    assert rows(gold) == served
+    ack(registry, "fraud-ops", out.run_id, by="ops-bot", clock=clock)
+
+    # a late event built into serving while the replay waited, in the month it rewrites
+    late = (
+        gold.read()
+        .where("valid_month = '2025-03'")
+        .withColumn("correlation_id", F.lit("late-1"))
+        .withColumn("valid_month", F.lit("2025-02"))
+        .withColumn("run_id", F.lit("gold-late"))
+    )
+    gold.append(late, run_id="gold-late")
+    before_publish = rows(gold)
+
+    result = publish(registry, out.run_id, clock=clock)
+    assert result.status == "published"
+    assert result.restaged, "serving moved after staging: the changes were re-applied"
+    after = rows(gold)
+    assert_store_invariants(after)
+    assert after[("late-1", "gold-late")] == before_publish[("late-1", "gold-late")]
+    effective = naive(result.effective_at)
+    by_pair = {(pair(r), r["run_id"]): r for r in after.values()}
+    new = by_pair[(("shared_device", ANN, CAROL), out.run_id)]
+    assert (new["status"], new["engine"], new["recorded_at"]) == ("authoritative", LABEL, effective)
+    retracted = by_pair[(("shared_card", ANN, PROMO), "gold-1")]
+    assert retracted["status"] == "retracted"
+    assert retracted["superseded_by"] is None
+    assert "both entities resolve to one entity" in retracted["supersede_reason"]
+    assert out.run_id in retracted["supersede_reason"]
+    superseded = by_pair[(("shared_device", PROMO, CAROL), "gold-1")]
+    assert (superseded["status"], superseded["superseded_by"]) == ("superseded", new["correlation_id"])
+    assert retracted["superseded_at"] == superseded["superseded_at"] == effective
+    untouched = by_pair[(("shared_device", BOB, ANN), "gold-1")]
+    assert untouched == served[(untouched["correlation_id"], "gold-1")], "no churn"
+
+    publications = ledger_of(lakehouse, out.run_id, Publication)
+    assert len(publications) == 1
+    assert publications[0].effective_at == result.effective_at
+    assert publications[0].tables == {GOLD: gold.current_version()}
+    outbox = registry.get(OUTBOX).read().collect()
+    assert sorted(r["consumer"] for r in outbox) == ["analytics", "fraud-ops"]
+    assert {r["decision_version"] for r in outbox} == {out.run_id}
+
+    again = publish(registry, out.run_id, clock=clock)
+    assert (again.status, again.notifications_written) == ("already_published", 0)
+
+    back = rollback(registry, out.run_id, clock=clock)
+    assert back.to_version == publications[0].previous[GOLD]
+    assert rows(gold) == before_publish
+    assert len(ledger_of(lakehouse, out.run_id, Rollback)) == 1
+
+    republished = publish(registry, out.run_id, clock=clock)
+    assert republished.status == "published"
+    content = rows(gold)
+    assert_store_invariants(content)
+    assert {k for k in content if k[1] == out.run_id} == {k for k in after if k[1] == out.run_id}
+    assert len(registry.get(OUTBOX).read().collect()) == 2, "one notification per consumer and run, ever"
+    assert len(ledger_of(lakehouse, out.run_id, Notification)) == 2
+    assert len(ledger_of(lakehouse, out.run_id, Publication)) == 2
+
+    late_clock = FixedClock(republished.effective_at + timedelta(days=31))
+    with pytest.raises(ReplayRefusedError, match="outside its rollback window of 30 days"):
+        rollback(registry, out.run_id, clock=late_clock)
+    assert rows(gold) == content
+
+
+@pytest.mark.slow
+def test_a_failure_at_each_step_then_reruns_end_in_one_publication_and_one_notice_each(
+    lakehouse: Any, engines: Any
+) -> None:
+    gold = seed(lakehouse)
+    registry, plan = lakehouse.registry, plan_with()
+    clock = FixedClock(START, step=timedelta(seconds=1))
+    served, version = rows(gold), gold.current_version()
+
+    with pytest.raises(InjectedFailure, match="after_candidate"):
+        run_replay(registry, plan, engines=engines, clock=clock, fail_at=FailPoint.AFTER_CANDIDATE)
+    with pytest.raises(InjectedFailure, match="after_diff"):
+        run_replay(registry, plan, engines=engines, clock=clock, fail_at="after_diff")
+    assert (gold.current_version(), rows(gold)) == (version, served)
+    out = run_replay(registry, plan, engines=engines, clock=clock)
+    assert out.resumed, "the candidate written before the first failure is reused"
+    assert out.status == "awaiting_approval"
+    assert len(run_candidates(gold, out.run_id)) == 1
+
+    approve(registry, out.run_id, by="risk-lead", clock=clock)
+    ack(registry, "fraud-ops", out.run_id, by="ops-bot", clock=clock)
+    with pytest.raises(InjectedFailure, match="during_publish"):
+        publish(registry, out.run_id, clock=clock, fail_at=FailPoint.DURING_PUBLISH)
+    assert (gold.current_version(), rows(gold)) == (version, served), "serving untouched"
+    with pytest.raises(InjectedFailure, match="after_publish_before_notify"):
+        publish(registry, out.run_id, clock=clock, fail_at=FailPoint.AFTER_PUBLISH_BEFORE_NOTIFY)
+    published = rows(gold)
+    assert any(k[1] == out.run_id for k in published), "serving fully published"
+    assert_store_invariants(published)
+    assert ledger_of(lakehouse, out.run_id, Publication) == []
+    assert not registry.get(OUTBOX).exists() or registry.get(OUTBOX).read().count() == 0
+
+    result = publish(registry, out.run_id, clock=clock)
+    assert rows(gold) == published, "the rerun recognised the publication: nothing published twice"
+    publications = ledger_of(lakehouse, out.run_id, Publication)
+    assert len(publications) == 1
+    stamped = {r["recorded_at"] for r in published.values() if r["run_id"] == out.run_id}
+    assert stamped == {naive(publications[0].effective_at)}, "the intent's effective time was kept"
+    assert result.effective_at == publications[0].effective_at
+
+    rerun = run_replay(registry, plan, engines=engines, clock=clock)
+    assert (rerun.run_id, rerun.status) == (out.run_id, "published")
+    publish(registry, out.run_id, clock=clock)
+    assert len(ledger_of(lakehouse, out.run_id, Publication)) == 1
+    notices = ledger_of(lakehouse, out.run_id, Notification)
+    assert sorted(n.consumer for n in notices) == ["analytics", "fraud-ops"]
+    outbox = registry.get(OUTBOX).read().collect()
+    assert sorted(r["consumer"] for r in outbox) == ["analytics", "fraud-ops"]
+    assert registry.get(ACKS).read().count() == 1
+
+
+@pytest.mark.slow
+def test_a_comparison_reruns_identically_never_publishes_and_a_tampered_candidate_is_caught(
+    lakehouse: Any, engines: Any
+) -> None:
+    gold = seed(lakehouse)
+    registry = lakehouse.registry
+    clock = FixedClock(START, step=timedelta(seconds=1))
+    served = rows(gold)
+    comparison = plan_with(Purpose.COMPARISON)
+
+    first = run_replay(registry, comparison, engines=engines, clock=clock)
+    assert (first.status, first.decision["verdict"]) == ("compared", "publish")
+    assert run_candidates(gold, first.run_id) == [], "a comparison keeps no candidate to publish"
+    with pytest.raises(ReplayRefusedError, match="comparison"):
+        publish(registry, first.run_id, clock=clock)
+    with pytest.raises(ReplayRefusedError, match="comparison"):
+        approve(registry, first.run_id, by="risk-lead", clock=clock)
+
+    # the same plan again, rebuilt from scratch: the identical candidate
+    with pytest.raises(InjectedFailure):
+        run_replay(
+            registry, comparison, engines=engines, clock=clock, rebuild=True, fail_at="after_candidate"
+        )
+    (staged,) = run_candidates(gold, first.run_id)
+    assert canonical_hash(gold.read_candidate(staged), exclude=WHEN_COLUMNS) == first.candidate_hash
+
+    # break it: a second current row for one of its correlation ids
+    twin = (
+        gold.read_candidate(staged)
+        .where(F.col("run_id") == first.run_id)
+        .limit(1)
+        .withColumn("run_id", F.lit("tampered"))
+    )
+    gold.append(twin, candidate=staged, run_id="tampered")
+    broken = run_replay(registry, comparison, engines=engines, clock=clock)
+    assert broken.resumed
+    assert broken.decision["verdict"] == "repair"
+    assert broken.decision["failed_invariant"] == "one_current_row_per_id"
+    assert broken.decision["first_bad_partition"] == "2025-02"
+    decisions = ledger_of(lakehouse, first.run_id, ReconciliationDecision)
+    assert [d.verdict for d in decisions] == ["publish", "repair"]
+    with pytest.raises(ReplayRefusedError):
+        publish(registry, first.run_id, clock=clock)
+    assert rows(gold) == served
+    assert not registry.get(OUTBOX).exists()

@@ -1,0 +1,212 @@
+"""Who a replay is: its verified engines, its pinned inputs, its run id and candidate names.
+
+* **Engines.** A plan names an engine change (``entity_resolution`` 1 -> 2) and the
+  downstream engines re-run on top of it (``correlation``). Every one of them is resolved
+  in ``conf/engines.yaml`` and its code fingerprint verified before anything runs, so a
+  change of code without a version bump is refused
+  (:class:`~lakehouse.errors.EngineFingerprintError`). The last downstream engine is the
+  *producer* of the answer table.
+* **Run id.** ``"replay-" + digest(plan digest, pinned input versions, engine identity
+  digests)[:16]``: the same plan against the same pins with the same engines is the same
+  run, so its ledger entries deduplicate and a rerun resumes it instead of starting a
+  second one.
+* **Candidate names.** ``replay_<16 hex>_v<base version>``: a run's candidate can be found
+  again from the run id alone (another process, after a crash), and the name carries the
+  serving version it was staged from.
+
+Pure apart from :func:`pin_inputs` (which reads table versions) and :func:`open_candidate`
+(which lists a table's candidates).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from lakehouse.digest import digest_of
+from lakehouse.errors import ReplayError, ReplayRefusedError, UsageError
+from lakehouse.tables import Candidate, DeltaLakeTable, Table
+from ledger.engines import EngineCatalog, EngineSpec, verify_fingerprint
+from ledger.identity import EngineIdentity
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lakehouse.tables import TableRegistry
+    from workloads.plan import CorrectionPlan
+
+SILVER: Final = "silver.events"
+BRONZE_PREFIX: Final = "bronze."
+RUN_PREFIX: Final = "replay-"
+ENGINE_SEPARATOR: Final = ";"
+
+
+@dataclass(frozen=True)
+class ReplayEngines:
+    """The verified engines of a replay: the changed one (old and new) and its downstream."""
+
+    old: EngineSpec
+    new: EngineSpec
+    downstream: tuple[EngineSpec, ...]
+    identities: tuple[EngineIdentity, ...]
+    """Verified identities of every engine involved (old, new, downstream), in that order."""
+
+    @property
+    def producer(self) -> EngineSpec:
+        """The engine that writes the answer table (the last downstream engine)."""
+        return self.downstream[-1]
+
+    @property
+    def label(self) -> str:
+        """The ``engine`` value of rows this replay writes: producer and the new changed engine.
+
+        ``correlation@1;entity_resolution@2``: the correlation logic is unchanged, the
+        entities it ran on are v2's. Gold's own build writes ``correlation@1`` (on the
+        entities Silver resolved), so the two never collide in ``(correlation_id, engine)``.
+        """
+        return ENGINE_SEPARATOR.join([self.producer.ref, self.new.ref])
+
+    @property
+    def change(self) -> str:
+        """``entity_resolution@1 -> entity_resolution@2``."""
+        return f"{self.old.ref} -> {self.new.ref}"
+
+    def digests(self) -> list[str]:
+        return sorted(identity.digest for identity in self.identities)
+
+
+def resolve_engines(plan: CorrectionPlan, catalog: EngineCatalog) -> ReplayEngines:
+    """Resolve and verify every engine a plan runs; refuses changed code without a version bump."""
+    change = plan.engine_change
+    try:
+        old_version, new_version = int(change.from_version), int(change.to_version)
+    except ValueError:
+        raise UsageError(
+            f"plan {plan.plan}: engine versions must be integers, got "
+            f"from={change.from_version!r} to={change.to_version!r}"
+        ) from None
+    old = catalog.resolve(change.engine, old_version)
+    new = catalog.resolve(change.engine, new_version)
+    if not change.downstream:
+        raise UsageError(
+            f"plan {plan.plan}: engine_change.downstream must name the engine that produces "
+            f"{plan.answer.table} (for example [correlation])"
+        )
+    downstream = tuple(catalog.resolve(name) for name in change.downstream)
+    identities = tuple(verify_fingerprint(spec) for spec in (old, new, *downstream))
+    return ReplayEngines(old=old, new=new, downstream=downstream, identities=identities)
+
+
+def engine_function(spec: EngineSpec) -> Callable[..., DataFrame]:
+    """The callable an engine version declares (``package.module:function``)."""
+    module = importlib.import_module(spec.module)
+    function = getattr(module, spec.function, None)
+    if not callable(function):
+        raise ReplayError(
+            f"engine {spec.ref}: {spec.implementation} is not a function; fix conf/engines.yaml"
+        )
+    return function  # type: ignore[no-any-return]
+
+
+def engine_kwargs(function: Callable[..., Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The declared parameters the function takes as keyword arguments (others are descriptive)."""
+    accepted = inspect.signature(function).parameters
+    return {k: v for k, v in parameters.items() if k in accepted}
+
+
+def declared_int(spec: EngineSpec, name: str) -> int:
+    """An integer parameter as declared in ``conf/engines.yaml`` (never read from the code)."""
+    value = spec.parameters.get(name)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ReplayError(f"engine {spec.ref} declares no integer parameter {name!r} in conf/engines.yaml")
+    return value
+
+
+# -- pins and run id -------------------------------------------------------------------------
+
+
+def input_tables(plan: CorrectionPlan, registry: TableRegistry) -> list[str]:
+    """Every table a replay reads: Silver, the answer table and each Bronze feed (for traces)."""
+    bronze = [name for name in registry.names() if name.startswith(BRONZE_PREFIX)]
+    return [SILVER, plan.answer.table, *bronze]
+
+
+def pin_inputs(plan: CorrectionPlan, registry: TableRegistry) -> dict[str, int]:
+    """Table -> version to read: the plan's explicit pins, else the current version now.
+
+    Silver and the answer table must have a version; Bronze tables that do not exist are
+    left out (traces then report them missing).
+    """
+    pins: dict[str, int] = {}
+    for name in input_tables(plan, registry):
+        if name in plan.range.pins:
+            pins[name] = registry.get(name).resolve_version(plan.range.pins[name])
+            continue
+        table = registry.get(name)
+        version = table.current_version() if table.exists() else None
+        if version is None:
+            if name.startswith(BRONZE_PREFIX):
+                continue
+            raise ReplayRefusedError(
+                f"{name} has no committed version to replay against; build it first (lakehouse build)"
+            )
+        pins[name] = version
+    return pins
+
+
+def replay_run_id(plan: CorrectionPlan, pins: Mapping[str, int], engines: ReplayEngines) -> str:
+    """``replay-`` + 16 hex digits of the digest of plan, pins and engine identities."""
+    digest = digest_of({"plan": plan.digest, "pins": dict(pins), "engines": engines.digests()})
+    return RUN_PREFIX + digest[:16]
+
+
+# -- candidates -------------------------------------------------------------------------------
+
+
+def candidate_prefix(run_id: str) -> str:
+    """Every candidate name of a run starts with this."""
+    return run_id.replace("-", "_") + "_v"
+
+
+def candidate_name(run_id: str, base_version: int | None) -> str:
+    """The candidate of ``run_id`` staged from serving version ``base_version``."""
+    return f"{candidate_prefix(run_id)}{'none' if base_version is None else base_version}"
+
+
+def base_of(run_id: str, name: str) -> int | None:
+    """The serving version a candidate of ``run_id`` was staged from (parsed from its name)."""
+    text = name[len(candidate_prefix(run_id)) :]
+    return None if text == "none" else int(text)
+
+
+def candidate_handle(table: Table, name: str, base_version: int | None) -> Candidate:
+    """A :class:`Candidate` for a staged candidate found by name (e.g. in another process).
+
+    The table interface only returns candidates from ``stage_candidate``; a shadow table's
+    location is derived by the Delta implementation, a branch's from the table identifier.
+    """
+    if isinstance(table, DeltaLakeTable):
+        location = table._shadow_location(name)
+    else:
+        location = f"{table.location}@cand_{name}"
+    return Candidate(table=table.name, name=name, location=location, base_version=base_version)
+
+
+def run_candidates(table: Table, run_id: str) -> list[Candidate]:
+    """Every staged candidate of a run, oldest base first (normally zero or one)."""
+    prefix = candidate_prefix(run_id)
+    found = [
+        candidate_handle(table, name, base_of(run_id, name))
+        for name in table.list_candidates()
+        if name.startswith(prefix)
+    ]
+    return sorted(found, key=lambda c: (c.base_version is not None, c.base_version or 0))
+
+
+def open_candidate(table: Table, run_id: str) -> Candidate | None:
+    """The run's candidate staged from the current serving version, if there is one."""
+    current = table.current_version()
+    return next((c for c in run_candidates(table, run_id) if c.base_version == current), None)

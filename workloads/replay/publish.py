@@ -1,0 +1,644 @@
+"""The gate and after: approve, acknowledge, publish atomically, notify once, roll back.
+
+Every function takes a run id and reads the run's state from the ledger
+(:mod:`workloads.replay.state`), so each can run in its own process (``lakehouse approve``,
+``ack``, ``publish``, ``rollback``) and be rerun after a crash.
+
+**publish** refuses a comparison, a run without an approval, and a run whose verdict is
+not ``publish``; it is *held* (:class:`~lakehouse.errors.PublicationHeldError`, nothing
+published) while a required consumer has not acknowledged the run. Then:
+
+1. The run's changes are taken from its candidate (or, after a rollback, from its earlier
+   publication) and checked against the reconciled hash: a candidate edited after
+   reconciliation is refused.
+2. A publication *intent* fixes the effective time ``E`` (reused on a rerun).
+3. The changes are applied onto the current serving rows in a candidate staged from the
+   current serving version and stamped with ``E``: if serving moved after the candidate
+   was staged (a late event built meanwhile), the candidate is restaged from current
+   serving and the changes re-applied, keeping every row that arrived since as it is.
+4. The candidate is published in one atomic step (Iceberg fast-forward, Delta one
+   transaction over the touched partitions); the ``publication`` and ``supersession``
+   entries (grouped by reason, with counts) are recorded.
+5. One notification per consumer goes to ``ops.outbox`` (MERGE on the idempotency key)
+   and is recorded as a ``notification`` entry.
+
+A rerun after a crash at any step ends in exactly one publication and one notification
+per consumer: an intent whose changes are already in serving is recognised as published
+(and recorded as such), a recorded publication skips straight to notifying, and stored
+outbox keys are never written again.
+
+**rollback** restores the version serving had before the publication, within the plan's
+``rollback_window_days``, and records a ``rollback`` entry; a later ``publish`` of the same
+run re-applies its changes (re-publication).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from lakehouse.digest import canonical_hash
+from lakehouse.errors import (
+    CandidateError,
+    PublicationHeldError,
+    ReplayError,
+    ReplayRefusedError,
+)
+from lakehouse.tables import Candidate, Table
+from ledger.api import Ledger, open_ledger
+from ledger.clock import Clock, utc
+from ledger.entries import Approval, Notification, Publication, Rollback, RunStarted, Supersession
+from ledger.identity import InputRead
+from ledger.reader import LedgerReader
+from workloads import outbox
+from workloads.plan import Purpose
+from workloads.replay import candidate as cand
+from workloads.replay.faults import FailPoint, fail_point, maybe_fail
+from workloads.replay.identity import candidate_name, run_candidates
+from workloads.replay.state import (
+    APPROVED,
+    AWAITING_APPROVAL,
+    PUBLISH_COMMAND,
+    PublishIntent,
+    RunState,
+    run_state,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lakehouse.tables import TableRegistry
+
+MAX_RESTAGES: Final = 3
+
+
+def load_state(registry: TableRegistry, run_id: str) -> RunState:
+    """The run's state from the ledger (a clear error for an unknown run)."""
+    return run_state(run_id, LedgerReader.for_registry(registry).by_run(run_id))
+
+
+# -- status ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """Where a run stands, for ``lakehouse replay status RUN`` and scripts."""
+
+    run_id: str
+    plan: str
+    purpose: str
+    status: str
+    verdict: str | None
+    failed_invariant: str | None
+    approved_by: str | None
+    published: Mapping[str, int]
+    effective_at: str | None
+    notified: tuple[str, ...]
+    rollbacks: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_status(registry: TableRegistry, run_id: str) -> RunStatus:
+    """The status of a run as its ledger entries describe it."""
+    state = load_state(registry, run_id)
+    decision, approval, live = state.decision, state.approval, state.live_publication
+    return RunStatus(
+        run_id=run_id,
+        plan=state.plan.plan,
+        purpose=state.plan.purpose.value,
+        status=state.status,
+        verdict=decision.verdict if decision else None,
+        failed_invariant=decision.failed_invariant if decision else None,
+        approved_by=approval.approver if approval and approval.decision == "approved" else None,
+        published=dict(live.tables) if live else {},
+        effective_at=live.effective_at.isoformat() if live else None,
+        notified=tuple(sorted(state.notified())),
+        rollbacks=len(state.rollbacks),
+    )
+
+
+# -- approve and acknowledge ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApprovalResult:
+    run_id: str
+    approver: str
+    decision: str
+    scope: str
+    approved_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["approved_at"] = self.approved_at.isoformat()
+        return data
+
+
+def approve(
+    registry: TableRegistry,
+    run_id: str,
+    *,
+    by: str,
+    clock: Clock,
+    reason: str = "",
+    reject: bool = False,
+) -> ApprovalResult:
+    """Record ``by``'s approval (or rejection) of a correction awaiting approval.
+
+    Refused for a comparison, for a run that is not awaiting approval (still building,
+    blocked by its verdict, already published) and for an approver the plan does not list.
+    """
+    state = load_state(registry, run_id)
+    plan = state.plan
+    if plan.purpose is Purpose.COMPARISON:
+        raise ReplayRefusedError(f"run {run_id} is a comparison: it can never be published, so not approved")
+    if state.status not in (AWAITING_APPROVAL, APPROVED):
+        raise ReplayRefusedError(
+            f"run {run_id} is {state.status}, not awaiting approval; "
+            f"{_why_not(state) or 'see lakehouse replay status ' + run_id}"
+        )
+    if by not in plan.publication.approvers:
+        raise ReplayRefusedError(
+            f"{by!r} may not approve plan {plan.plan}; "
+            f"its approvers are: {', '.join(plan.publication.approvers)}"
+        )
+    manifest = state.manifest
+    scope = f"{plan.plan}:{manifest.candidate if manifest else run_id}"
+    moment = utc(clock.now())
+    entry = Approval(
+        run_id=run_id,
+        approver=by,
+        decision="rejected" if reject else "approved",
+        scope=scope,
+        reason=reason,
+        approved_at=moment,
+    )
+    open_ledger(registry, clock=clock).writer.append(entry)
+    return ApprovalResult(run_id, by, entry.decision, scope, moment)
+
+
+def _why_not(state: RunState) -> str:
+    decision = state.decision
+    if decision is None:
+        return "its build has not finished; rerun lakehouse replay --plan"
+    if decision.verdict != "publish":
+        return (
+            f"its reconciliation verdict is {decision.verdict} (failed check: "
+            f"{decision.failed_invariant or 'none'}; first bad partition: "
+            f"{decision.first_bad_partition or '-'}); owner {decision.owner} must resolve it"
+        )
+    return ""
+
+
+def ack(
+    registry: TableRegistry, consumer: str, run_id: str, *, by: str, clock: Clock
+) -> outbox.Acknowledgement:
+    """Record that ``consumer`` acknowledged the decision version ``run_id`` (idempotent)."""
+    state = load_state(registry, run_id)
+    names = [c.name for c in state.plan.publication.consumers]
+    if consumer not in names:
+        raise ReplayRefusedError(
+            f"{consumer!r} is not a consumer of plan {state.plan.plan}; its consumers are: {', '.join(names)}"
+        )
+    if state.plan.purpose is Purpose.COMPARISON:
+        raise ReplayRefusedError(f"run {run_id} is a comparison: nothing will be published to acknowledge")
+    return outbox.record_ack(
+        registry.get(outbox.ACKS), consumer=consumer, run_id=run_id, by=by, at=utc(clock.now())
+    )
+
+
+# -- publish ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What ``publish`` did."""
+
+    run_id: str
+    status: str
+    """``published`` (now), or ``already_published`` (a rerun that only completed notifications)."""
+    table: str
+    version: int
+    previous: int | None
+    effective_at: datetime
+    restaged: bool
+    supersessions: tuple[Mapping[str, Any], ...]
+    notifications: tuple[Mapping[str, Any], ...]
+    """Every notification of this run in the outbox (one per consumer)."""
+    notifications_written: int
+    """How many of them this call wrote (0 on a rerun)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["effective_at"] = self.effective_at.isoformat()
+        return data
+
+    def lines(self) -> list[str]:
+        out = [
+            f"{self.status}: {self.table} version {self.version} (was {self.previous}), "
+            f"effective {self.effective_at.isoformat()}, run {self.run_id}"
+            + ("; restaged over rows that reached serving meanwhile" if self.restaged else ""),
+        ]
+        out += [f"  {s['count']} {s['status']}: {s['reason']}" for s in self.supersessions]
+        out += [f"  notified {n['consumer']} (key {n['idempotency_key']})" for n in self.notifications]
+        return out
+
+
+def check_publishable(state: RunState) -> None:
+    """Refuse a comparison, an unreconciled or unapproved run, and a verdict other than publish."""
+    run_id, plan = state.run_id, state.plan
+    if plan.purpose is Purpose.COMPARISON:
+        raise ReplayRefusedError(
+            f"run {run_id} is a comparison of plan {plan.plan}: a comparison is never published; "
+            f"run the plan with purpose correction to publish"
+        )
+    decision = state.decision
+    if decision is None:
+        raise ReplayRefusedError(
+            f"run {run_id} has no reconciliation decision ({state.status}); rerun lakehouse replay --plan"
+        )
+    if decision.verdict != "publish":
+        raise ReplayRefusedError(f"run {run_id} cannot be published: {_why_not(state)}")
+    approval = state.approval
+    if approval is None:
+        raise ReplayRefusedError(
+            f"run {run_id} is not approved; an approver of plan {plan.plan} "
+            f"({', '.join(plan.publication.approvers)}) must run lakehouse approve {run_id} --by NAME"
+        )
+    if approval.decision != "approved":
+        raise ReplayRefusedError(
+            f"run {run_id} was rejected by {approval.approver}: {approval.reason or '-'}"
+        )
+
+
+def _hold_for_acks(registry: TableRegistry, state: RunState) -> None:
+    required = [c.name for c in state.plan.publication.consumers if c.required]
+    if not required:
+        return
+    done = outbox.acknowledged(registry.get(outbox.ACKS), state.run_id)
+    missing = [name for name in required if name not in done]
+    if missing:
+        raise PublicationHeldError(
+            f"publication of run {state.run_id} is HELD: required consumer(s) {', '.join(missing)} "
+            f"have not acknowledged it; each runs lakehouse ack CONSUMER {state.run_id}, then publish again"
+        )
+
+
+def publish(
+    registry: TableRegistry,
+    run_id: str,
+    *,
+    clock: Clock,
+    fail_at: FailPoint | str | None = None,
+) -> PublishResult:
+    """Publish an approved correction atomically, then notify each consumer once (module docstring)."""
+    chosen = fail_point(fail_at)
+    state = load_state(registry, run_id)
+    check_publishable(state)
+    table = registry.get(state.table)
+    ledger = open_ledger(registry, clock=clock)
+    live = state.live_publication
+    restaged = False
+    status = "already_published"
+    if live is None:
+        live = _recorded_if_published(table, state, ledger)
+    if live is None:
+        _hold_for_acks(registry, state)
+        live, restaged = _publish_table(table, state, ledger, clock, chosen)
+        status = "published"
+    written, messages = _notify(registry, state, live, ledger)
+    supersessions = tuple(
+        {
+            "status": e.new if e.new == cand.RETRACTED else cand.SUPERSEDED,
+            "reason": e.reason,
+            "count": e.count,
+        }
+        for e in load_state(registry, run_id).entries
+        if isinstance(e, Supersession)
+    )
+    return PublishResult(
+        run_id=run_id,
+        status=status,
+        table=state.table,
+        version=live.tables[state.table],
+        previous=live.previous.get(state.table),
+        effective_at=live.effective_at,
+        restaged=restaged,
+        supersessions=supersessions,
+        notifications=tuple(m.to_dict() for m in messages),
+        notifications_written=written,
+    )
+
+
+def _months(state: RunState) -> list[str]:
+    manifest = state.manifest
+    if manifest is None:
+        raise ReplayError(f"run {state.run_id} has no diff manifest; rerun lakehouse replay --plan")
+    return list(manifest.partitions)
+
+
+def _read(table: Table, version: int | None, months: Sequence[str]) -> DataFrame:
+    frame = table.read().limit(0) if version is None else table.read(as_of=version)
+    return cand.restrict_months(frame, months)
+
+
+def _recorded_if_published(table: Table, state: RunState, ledger: Ledger) -> Publication | None:
+    """Recognise a publication that reached serving but not the ledger (crash right after it).
+
+    With an open intent, serving holds this run's changes stamped with the intent's
+    effective time only if the atomic publish happened; then the publication (and its
+    supersessions) are recorded now, and nothing is published twice.
+    """
+    from pyspark.sql import functions as F
+
+    intent = state.open_intent
+    if intent is None:
+        return None
+    current = table.current_version()
+    if current is None or current == intent.previous:
+        return None
+    months = _months(state)
+    mine = cand.extract_changes(
+        _read(table, current, months), _read(table, intent.previous, months), state.run_id
+    )
+    stamp = F.lit(intent.effective_at).cast("timestamp")
+    stamped = mine.where(
+        ((F.col("run_id") == state.run_id) & (F.col("recorded_at") == stamp))
+        | (F.col("superseded_at") == stamp)
+    )
+    if stamped.isEmpty():
+        return None
+    version = _first_version_after(table, intent.previous, current)
+    publication = _record_publication(ledger, table, state, intent, version, stamped)
+    for stale in run_candidates(table, state.run_id):
+        table.drop_candidate(stale)
+    return publication
+
+
+def _first_version_after(table: Table, previous: int | None, current: int) -> int:
+    versions = [c.version for c in table.history()]
+    if previous in versions:
+        index = len(versions) - 1 - versions[::-1].index(previous)
+        later = versions[index + 1 :]
+        if later:
+            return later[0]
+    return current
+
+
+def _record_publication(
+    ledger: Ledger, table: Table, state: RunState, intent: PublishIntent, version: int, changes: DataFrame
+) -> Publication:
+    from pyspark.sql import functions as F
+
+    publication = Publication(
+        run_id=state.run_id,
+        tables={table.name: version},
+        previous={table.name: intent.previous},
+        effective_at=intent.effective_at,
+        candidate=intent.candidate,
+    )
+    label = str(state.started.parameters.get("engine_label", ""))
+    groups = (
+        changes.where(F.col("run_id") != state.run_id)
+        .groupBy("status", "supersede_reason", "engine")
+        .count()
+        .orderBy("status", "supersede_reason", "engine")
+        .collect()
+    )
+    supersessions = [
+        Supersession(
+            run_id=state.run_id,
+            table=table.name,
+            key="correlation_id",
+            old=str(r["engine"]),
+            new=cand.RETRACTED if r["status"] == cand.RETRACTED else label,
+            reason=str(r["supersede_reason"]),
+            count=int(r["count"]),
+        )
+        for r in groups
+    ]
+    ledger.writer.append(publication, *supersessions)
+    return publication
+
+
+def _changes_source(
+    table: Table, state: RunState, months: Sequence[str]
+) -> tuple[DataFrame, list[Candidate]]:
+    """The run's changes: from its candidate, or after a rollback from its last publication."""
+    candidates = run_candidates(table, state.run_id)
+    if candidates:
+        source = candidates[-1]
+        after = cand.restrict_months(table.read_candidate(source), months)
+        before = _read(table, source.base_version, months)
+    elif state.publications:
+        last = state.publications[-1]
+        after = _read(table, last.tables[state.table], months)
+        before = _read(table, last.previous.get(state.table), months)
+    else:
+        raise ReplayError(
+            f"run {state.run_id} has no candidate any more (dropped?); "
+            f"rerun lakehouse replay --plan to rebuild it"
+        )
+    changes = cand.extract_changes(after, before, state.run_id).localCheckpoint(eager=True)
+    return changes, candidates
+
+
+def _verify(changes: DataFrame, state: RunState) -> None:
+    decision = state.decision
+    recorded = decision.checks.get("changes") if decision else None
+    expected = recorded.get("hash") if isinstance(recorded, dict) else None
+    actual = canonical_hash(changes, exclude=cand.WHEN_COLUMNS)
+    if expected != actual:
+        raise ReplayRefusedError(
+            f"the changes of run {state.run_id} differ from what was reconciled (hash {actual[:12]}, "
+            f"reconciled {str(expected)[:12]}); rerun lakehouse replay --plan and approve again"
+        )
+
+
+def _intent(
+    ledger: Ledger, state: RunState, effective_at: datetime, candidate: str, previous: int | None
+) -> None:
+    ledger.writer.append(
+        RunStarted(
+            run_id=state.run_id,
+            command=PUBLISH_COMMAND,
+            purpose=state.plan.purpose.value,
+            inputs={} if previous is None else {state.table: InputRead(version=previous)},
+            parameters={
+                "effective_at": effective_at.isoformat(),
+                "candidate": candidate,
+                "previous": previous,
+            },
+            plan=state.plan.plan,
+        )
+    )
+
+
+def _publish_table(
+    table: Table, state: RunState, ledger: Ledger, clock: Clock, chosen: FailPoint | None
+) -> tuple[Publication, bool]:
+    """Stamp, (re)stage if serving moved, publish atomically, record. Returns (publication, restaged)."""
+    run_id = state.run_id
+    months = _months(state)
+    changes, candidates = _changes_source(table, state, months)
+    _verify(changes, state)
+    intent = state.open_intent
+    effective_at = intent.effective_at if intent is not None else utc(clock.now())
+    touched = sorted(set(months) | set(cand.months_of(changes)))
+    restaged = False
+    for _ in range(MAX_RESTAGES):
+        current = table.current_version()
+        target = next((c for c in candidates if c.base_version == current), None)
+        if target is None:
+            target = table.stage_candidate(candidate_name(run_id, current))
+            candidates.append(target)
+            restaged = True
+        if intent is None or intent.previous != current or intent.candidate != target.name:
+            _intent(ledger, state, effective_at, target.name, current)
+            intent = PublishIntent(effective_at, target.name, current, -1)
+        content = cand.apply_changes(
+            cand.restrict_months(table.read_candidate(target), touched),
+            changes,
+            run_id=run_id,
+            effective_at=effective_at,
+        ).localCheckpoint(eager=True)
+        if not cand.current_duplicates(content).isEmpty():
+            raise ReplayError(
+                f"rows that reached {table.name} after run {run_id} was built collide with its changes "
+                f"(two current rows for one correlation id); rerun lakehouse replay --plan"
+            )
+        table.overwrite_partitions(
+            content, run_id=run_id, metadata={"lakehouse.replay-step": "stamp"}, candidate=target
+        )
+        maybe_fail(chosen, FailPoint.DURING_PUBLISH, run_id)
+        try:
+            version = table.publish(target, run_id=run_id)
+        except CandidateError:
+            if table.current_version() == current:
+                raise
+            continue  # serving moved between staging and publishing: restage from it
+        candidates.remove(target)
+        for stale in candidates:
+            table.drop_candidate(stale)
+        maybe_fail(chosen, FailPoint.AFTER_PUBLISH_BEFORE_NOTIFY, run_id)
+        stamped = cand.extract_changes(
+            cand.restrict_months(table.read(as_of=version), touched),
+            _read(table, current, touched),
+            run_id,
+        )
+        return _record_publication(ledger, table, state, intent, version, stamped), restaged
+    raise ReplayError(
+        f"{table.name} kept moving while publishing run {run_id} ({MAX_RESTAGES} attempts); publish again"
+    )
+
+
+def _notify(
+    registry: TableRegistry, state: RunState, live: Publication, ledger: Ledger
+) -> tuple[int, list[outbox.OutboxMessage]]:
+    """One outbox message and one notification entry per consumer, never a second one."""
+    table = state.table
+    payload = {
+        "plan": state.plan.plan,
+        "table": table,
+        "version": live.tables[table],
+        "previous": live.previous.get(table),
+        "effective_at": live.effective_at.isoformat(),
+        "partitions": _months(state),
+    }
+    messages = [
+        outbox.message(
+            consumer=c.name,
+            plan=state.plan.plan,
+            run_id=state.run_id,
+            table_name=table,
+            published_version=live.tables[table],
+            payload=payload,
+            created_at=live.effective_at,
+        )
+        for c in state.plan.publication.consumers
+    ]
+    box = registry.get(outbox.OUTBOX)
+    written = outbox.enqueue(box, messages, run_id=state.run_id)
+    stored = outbox.messages_of(box, state.run_id)
+    notified = state.notified()
+    entries = [
+        Notification(
+            run_id=state.run_id,
+            consumer=m.consumer,
+            table=m.table_name,
+            version=m.published_version,
+            decision_version=m.decision_version,
+            idempotency_key=m.idempotency_key,
+        )
+        for m in stored
+        if m.consumer not in notified
+    ]
+    if entries:
+        ledger.writer.append(*entries)
+    return len(written), stored
+
+
+# -- rollback -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    run_id: str
+    table: str
+    from_version: int
+    to_version: int
+    new_version: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rollback(registry: TableRegistry, run_id: str, *, clock: Clock, reason: str = "") -> RollbackResult:
+    """Restore serving to its version before the run's publication, within the rollback window.
+
+    Refused outside ``publication.rollback_window_days`` of the publication's effective
+    time, for a run that is not published, and when serving moved since (rolling back
+    would also discard later writes).
+    """
+    state = load_state(registry, run_id)
+    live = state.live_publication
+    if live is None:
+        what = "was rolled back already" if state.publications else "was never published"
+        raise ReplayRefusedError(f"run {run_id} {what}; nothing to roll back")
+    window = timedelta(days=state.plan.publication.rollback_window_days)
+    now = utc(clock.now())
+    age = now - live.effective_at
+    if age > window:
+        raise ReplayRefusedError(
+            f"run {run_id} was published at {live.effective_at.isoformat()}, {age.days} days ago, "
+            f"outside its rollback window of {window.days} days; restate it with a new plan instead"
+        )
+    table = registry.get(state.table)
+    published = live.tables[state.table]
+    previous = live.previous.get(state.table)
+    current = table.current_version()
+    if previous is None:
+        raise ReplayRefusedError(f"{state.table} had no version before run {run_id}; nothing to restore")
+    if current != published:
+        raise ReplayRefusedError(
+            f"{state.table} moved from version {published} (published by {run_id}) to {current} since; "
+            f"rolling back would discard those later writes: restate with a new correction plan instead"
+        )
+    text = reason or f"rollback of run {run_id} (plan {state.plan.plan})"
+    new_version = table.rollback(previous, run_id=run_id)
+    open_ledger(registry, clock=clock).writer.append(
+        Rollback(
+            run_id=run_id,
+            table=state.table,
+            from_version=published,
+            to_version=previous,
+            new_version=new_version,
+            reason=text,
+        )
+    )
+    return RollbackResult(run_id, state.table, published, previous, new_version, text)

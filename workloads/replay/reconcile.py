@@ -1,0 +1,546 @@
+"""Independent reconciliation of a replay candidate, and the verdict it leads to.
+
+Written apart from the correlation engine on purpose: nothing here imports it (a test
+checks), and the expected result is recounted from Silver with plain DataFrame logic that
+follows the engine's *declared* rules (``conf/engines.yaml``: two entities are correlated
+once per type when they share an asset of that type used by at most
+``max_entities_per_asset`` entities). If the engine, the scoping or the candidate
+assembly is wrong, the two disagree.
+
+Checks (:func:`reconcile`), each recorded by name in the decision:
+
+* ``one_current_row_per_id``: at most one provisional/authoritative row per correlation id;
+* ``row_identity_unique``: at most one row per ``(correlation_id, run_id)``;
+* ``superseded_successor_exists``: every superseded row's ``superseded_by`` is a row of the
+  candidate;
+* ``entity_order``: ``entity_a < entity_b`` on every row;
+* ``no_vanished_entity_current``: no current row names an entity the new resolution no
+  longer produces;
+* ``untouched_partitions_equal``: every partition the run does not rewrite has the
+  same row count and canonical hash as serving;
+* ``expected_pairs``: the candidate's current pairs involving recomputed entities equal the
+  independently recounted ones, per type and per partition (residual within
+  ``checks.max_residual_delta``);
+* ``bronze_trace``: a sample of changed keys traced back through Silver's Bronze
+  coordinates to rows of the pinned Bronze tables;
+* ``changed_ratio``: the share of serving keys removed or changed stays within
+  ``checks.max_changed_ratio``;
+* ``quality_gate``: the Great Expectations suite of the table on the rewritten partitions
+  (run by the caller, passed in).
+
+Verdict (:func:`decide`): a broken structure (the first five checks, untouched partitions,
+quality gate) -> ``repair``; totals, traces or too many changes -> ``investigate``; no
+change at all -> ``suppress``; otherwise ``publish``. ``rollback`` is reserved for checks
+that fail after publication.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from lakehouse.digest import partition_hashes
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+Verdict = Literal["publish", "investigate", "repair", "suppress", "rollback"]
+
+ASSET_OF_TYPE: Final[Mapping[str, str]] = {"shared_device": "device_id", "shared_card": "card_fingerprint"}
+"""Correlation type -> the Silver column of the asset, as the engine declaration describes it."""
+LIVE: Final[tuple[str, ...]] = ("provisional", "authoritative")
+STRUCTURAL: Final[tuple[str, ...]] = (
+    "one_current_row_per_id",
+    "row_identity_unique",
+    "superseded_successor_exists",
+    "entity_order",
+    "no_vanished_entity_current",
+    "untouched_partitions_equal",
+    "quality_gate",
+)
+"""Checks whose failure means the candidate is broken (verdict ``repair``)."""
+QUANTITATIVE: Final[tuple[str, ...]] = ("expected_pairs", "bronze_trace", "changed_ratio")
+"""Checks whose failure needs a person to look (verdict ``investigate``)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named check: passed or not, how many violations, a few examples."""
+
+    name: str
+    passed: bool
+    violations: int = 0
+    detail: str = ""
+    examples: tuple[str, ...] = ()
+    first_bad_partition: str | None = None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The plan's reconciliation thresholds."""
+
+    max_residual_delta: int
+    max_changed_ratio: float
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """The decision on a candidate: totals, every check, and the verdict."""
+
+    verdict: Verdict
+    failed_invariant: str | None
+    first_bad_partition: str | None
+    affected_range: Mapping[str, Any]
+    old_total: int
+    candidate_total: int
+    expected_delta: int
+    residual_delta: int
+    owner: str
+    checks: tuple[Check, ...]
+    per_type: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def check(self, name: str) -> Check:
+        return next(c for c in self.checks if c.name == name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def ledger_fields(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`ledger.entries.ReconciliationDecision` (minus run/table)."""
+        return {
+            "verdict": self.verdict,
+            "affected_range": dict(self.affected_range),
+            "old_total": Decimal(self.old_total),
+            "candidate_total": Decimal(self.candidate_total),
+            "expected_delta": Decimal(self.expected_delta),
+            "residual_delta": Decimal(self.residual_delta),
+            "first_bad_partition": self.first_bad_partition,
+            "failed_invariant": self.failed_invariant,
+            "owner": self.owner,
+            "checks": {
+                c.name: {
+                    "passed": c.passed,
+                    "violations": c.violations,
+                    "detail": c.detail,
+                    "examples": list(c.examples),
+                }
+                for c in self.checks
+            },
+        }
+
+
+# -- pure decision ---------------------------------------------------------------------------
+
+
+def decide(checks: Sequence[Check], *, changes: int) -> tuple[Verdict, str | None]:
+    """The verdict and the first failed check (structural checks before quantitative ones)."""
+    by_name = {c.name: c for c in checks}
+    for name in STRUCTURAL:
+        check = by_name.get(name)
+        if check is not None and not check.passed:
+            return "repair", name
+    for name in QUANTITATIVE:
+        check = by_name.get(name)
+        if check is not None and not check.passed:
+            return "investigate", name
+    if changes == 0:
+        return "suppress", None
+    return "publish", None
+
+
+# -- independent recount ------------------------------------------------------------------------
+
+
+def _live(df: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return df.where(F.col("status").isin(*LIVE))
+
+
+def _with_flag(df: DataFrame, ids: DataFrame, column: str, flag: str) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    keys = ids.select(F.col("entity_id").alias(f"{flag}_k")).distinct()
+    joined = df.join(keys, df[column] == keys[f"{flag}_k"], "left")
+    return joined.withColumn(flag, F.col(f"{flag}_k").isNotNull()).drop(f"{flag}_k")
+
+
+def _within(column: Column, bounds: tuple[datetime | None, datetime | None]) -> Column:
+    """``column`` in the half-open event range (always true for an open range)."""
+    from pyspark.sql import functions as F
+
+    start, end = bounds
+    condition = F.lit(True)
+    if start is not None:
+        condition = condition & (column >= F.lit(start))
+    if end is not None:
+        condition = condition & (column < F.lit(end))
+    return condition
+
+
+def _touching(df: DataFrame, ids: DataFrame) -> DataFrame:
+    """Rows whose entity_a or entity_b is one of ``ids``."""
+    from pyspark.sql import functions as F
+
+    flagged = _with_flag(_with_flag(df, ids, "entity_a", "_ta"), ids, "entity_b", "_tb")
+    return flagged.where(F.col("_ta") | F.col("_tb")).drop("_ta", "_tb")
+
+
+def expected_pairs(events: DataFrame, types: Sequence[str], max_entities: int) -> DataFrame:
+    """``(correlation_type, entity_a, entity_b, valid_month)`` recounted from resolved events.
+
+    Two entities form a pair of a type when they used the same asset of that type and
+    that asset was used by at most ``max_entities`` entities; the pair is valid from the
+    earliest moment both had used one such shared asset. ``events``: ``entity_id`` (the
+    resolution under test), the asset columns and ``event_time``.
+    """
+    from pyspark.sql import functions as F
+
+    frames = []
+    for kind in types:
+        column = ASSET_OF_TYPE[kind]
+        uses = (
+            events.where(F.col("entity_id").isNotNull() & F.col(column).isNotNull())
+            .groupBy(F.col(column).alias("asset"), "entity_id")
+            .agg(F.min("event_time").alias("since"))
+        )
+        sizes = uses.groupBy("asset").agg(F.count(F.lit(1)).alias("n"))
+        usable = uses.join(sizes.where(F.col("n") <= max_entities), "asset", "left_semi")
+        x, y = usable.alias("x"), usable.alias("y")
+        pairs = (
+            x.join(y, (F.col("x.asset") == F.col("y.asset")) & (F.col("x.entity_id") < F.col("y.entity_id")))
+            .groupBy(F.col("x.entity_id").alias("entity_a"), F.col("y.entity_id").alias("entity_b"))
+            .agg(F.min(F.greatest("x.since", "y.since")).alias("valid_from"))
+        )
+        frames.append(
+            pairs.select(
+                F.lit(kind).alias("correlation_type"),
+                "entity_a",
+                "entity_b",
+                F.date_format("valid_from", "yyyy-MM").alias("valid_month"),
+            )
+        )
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+# -- checks ------------------------------------------------------------------------------------
+
+
+def _examples(df: DataFrame, column: str, limit: int = 3) -> tuple[str, ...]:
+    return tuple(str(r[0]) for r in df.select(column).orderBy(column).limit(limit).collect())
+
+
+def _first_month(df: DataFrame) -> str | None:
+    from pyspark.sql import functions as F
+
+    row = df.agg(F.min("valid_month").alias("m")).collect()[0]
+    return None if row["m"] is None else str(row["m"])
+
+
+def structural_checks(candidate: DataFrame, vanished: DataFrame) -> list[Check]:
+    """The exhaustive row invariants on the whole candidate."""
+    from pyspark.sql import functions as F
+
+    found: list[Check] = []
+    live = _live(candidate)
+    dup_current = live.groupBy("correlation_id").agg(
+        F.count(F.lit(1)).alias("n"), F.min("valid_month").alias("valid_month")
+    )
+    bad = dup_current.where(F.col("n") > 1)
+    found.append(
+        _check("one_current_row_per_id", bad, "correlation_id", "ids with more than one current row")
+    )
+    dup_identity = candidate.groupBy("correlation_id", "run_id").agg(
+        F.count(F.lit(1)).alias("n"), F.min("valid_month").alias("valid_month")
+    )
+    bad = dup_identity.where(F.col("n") > 1)
+    found.append(_check("row_identity_unique", bad, "correlation_id", "(correlation_id, run_id) repeated"))
+    ids = candidate.select(F.col("correlation_id").alias("_succ")).distinct()
+    superseded = candidate.where(F.col("status") == "superseded")
+    dangling = superseded.join(ids, superseded["superseded_by"] == ids["_succ"], "left_anti")
+    found.append(
+        _check("superseded_successor_exists", dangling, "correlation_id", "superseded rows without successor")
+    )
+    disordered = candidate.where(~(F.col("entity_a") < F.col("entity_b")))
+    found.append(_check("entity_order", disordered, "correlation_id", "rows with entity_a >= entity_b"))
+    stale = _touching(live, vanished)
+    found.append(
+        _check(
+            "no_vanished_entity_current",
+            stale,
+            "correlation_id",
+            "current rows naming an entity the new resolution no longer produces",
+        )
+    )
+    return found
+
+
+def _check(name: str, violations: DataFrame, column: str, what: str) -> Check:
+    count = violations.count()
+    if count == 0:
+        return Check(name=name, passed=True)
+    return Check(
+        name=name,
+        passed=False,
+        violations=count,
+        detail=f"{count} {what}",
+        examples=_examples(violations, column),
+        first_bad_partition=_first_month(violations),
+    )
+
+
+def untouched_partitions_check(candidate: DataFrame, serving: DataFrame, rewritten: Sequence[str]) -> Check:
+    """Partitions the run does not rewrite: same count and canonical hash as serving."""
+    mine = {k[0]: v for k, v in partition_hashes(candidate, ["valid_month"]).items()}
+    theirs = {k[0]: v for k, v in partition_hashes(serving, ["valid_month"]).items()}
+    months = sorted((set(mine) | set(theirs)) - set(rewritten), key=str)
+    bad = [str(m) for m in months if mine.get(m) != theirs.get(m)]
+    if not bad:
+        return Check(name="untouched_partitions_equal", passed=True, detail=f"{len(months)} partitions equal")
+    return Check(
+        name="untouched_partitions_equal",
+        passed=False,
+        violations=len(bad),
+        detail=f"{len(bad)} partitions the run does not rewrite differ from serving",
+        examples=tuple(bad[:3]),
+        first_bad_partition=bad[0],
+    )
+
+
+@dataclass(frozen=True)
+class PairCount:
+    """Result of the independent recount."""
+
+    check: Check
+    per_type: Mapping[str, Mapping[str, int]]
+    expected_in_scope: int
+    serving_in_scope: int
+
+
+def expected_pairs_check(
+    candidate: DataFrame,
+    serving_in_scope: DataFrame,
+    expected: DataFrame,
+    recompute: DataFrame,
+    *,
+    max_residual: int,
+    bounds: tuple[datetime | None, datetime | None] = (None, None),
+) -> PairCount:
+    """Candidate current pairs touching recomputed entities vs the independent recount."""
+    from pyspark.sql import functions as F
+
+    key = ["correlation_type", "entity_a", "entity_b"]
+    live = _live(candidate).where(_within(F.col("valid_from"), bounds))
+    got = _touching(live, recompute).select(*key, "valid_month").withColumn("_got", F.lit(1))
+    want = _touching(expected, recompute).select(*key, "valid_month").withColumn("_want", F.lit(1))
+    joined = got.join(want, [*key, "valid_month"], "full_outer")
+    mismatch = joined.where(F.col("_got").isNull() | F.col("_want").isNull())
+    rows = (
+        joined.groupBy("correlation_type")
+        .agg(
+            F.count("_got").alias("candidate"),
+            F.count("_want").alias("expected"),
+            F.count_if(F.col("_want").isNull()).alias("unexpected"),
+            F.count_if(F.col("_got").isNull()).alias("missing"),
+        )
+        .collect()
+    )
+    per_type = {
+        str(r["correlation_type"]): {k: int(r[k]) for k in ("candidate", "expected", "unexpected", "missing")}
+        for r in rows
+    }
+    serving_counts = {
+        str(r["correlation_type"]): int(r["count"])
+        for r in serving_in_scope.groupBy("correlation_type").count().collect()
+    }
+    for kind, count in serving_counts.items():
+        per_type.setdefault(kind, {"candidate": 0, "expected": 0, "unexpected": 0, "missing": 0})
+        per_type[kind] = {**per_type[kind], "serving": count}
+    wrong = sum(v["unexpected"] + v["missing"] for v in per_type.values())
+    expected_total = sum(v["expected"] for v in per_type.values())
+    examples = (
+        tuple(
+            f"{r['correlation_type']} {r['entity_a']} {r['entity_b']} {r['valid_month']} "
+            f"({'unexpected' if r['_want'] is None else 'missing'})"
+            for r in mismatch.orderBy(*key).limit(3).collect()
+        )
+        if wrong
+        else ()
+    )
+    check = Check(
+        name="expected_pairs",
+        passed=wrong <= max_residual,
+        violations=wrong,
+        detail=f"{wrong} pairs differ from the independent recount (allowed {max_residual})",
+        examples=examples,
+        first_bad_partition=_first_month(mismatch) if wrong else None,
+    )
+    return PairCount(
+        check=check,
+        per_type=per_type,
+        expected_in_scope=expected_total,
+        serving_in_scope=sum(serving_counts.values()),
+    )
+
+
+def changed_ratio_check(removed_or_changed: int, serving_total: int, max_ratio: float) -> Check:
+    ratio = removed_or_changed / serving_total if serving_total else 0.0
+    return Check(
+        name="changed_ratio",
+        passed=ratio <= max_ratio,
+        violations=0 if ratio <= max_ratio else removed_or_changed,
+        detail=f"{removed_or_changed} of {serving_total} serving keys removed or changed "
+        f"({ratio:.3f}, allowed {max_ratio})",
+    )
+
+
+# -- traces ---------------------------------------------------------------------------------------
+
+
+def trace_to_bronze(
+    keys: DataFrame,
+    events: DataFrame,
+    bronze: Mapping[str, DataFrame],
+) -> Check:
+    """Trace sampled keys to Bronze: each key's events on the pair's shared assets must exist there.
+
+    ``keys``: ``(key, side, correlation_type, entity_a, entity_b)`` with ``side`` ``old`` or
+    ``new`` (which resolution made the pair). ``events``: resolved Silver with
+    ``old_entity`` / ``new_entity`` and Bronze coordinates. ``bronze``: domain -> the
+    pinned Bronze table of that feed.
+    """
+    from pyspark.sql import functions as F
+
+    sample = keys.collect()
+    if not sample:
+        return Check(name="bronze_trace", passed=True, detail="no changed keys to trace")
+    coords = ["_manifest_id", "_source_file", "_line"]
+    asset = F.lit(None).cast("string")
+    for kind, column in ASSET_OF_TYPE.items():
+        asset = F.when(F.col("correlation_type") == kind, F.col(column)).otherwise(asset)
+    frames = []
+    for side in ("old", "new"):
+        resolved = events.select(
+            F.col(f"{side}_entity").alias("_entity"), "domain", *coords, *ASSET_OF_TYPE.values()
+        )
+        for member in ("entity_a", "entity_b"):
+            wanted = keys.where(F.col("side") == side).select(
+                "key", "correlation_type", F.col(member).alias("_entity"), F.lit(member).alias("member")
+            )
+            frames.append(
+                wanted.join(resolved, "_entity")
+                .select("key", "member", asset.alias("asset"), "domain", *coords)
+                .where(F.col("asset").isNotNull())
+            )
+    uses = frames[0]
+    for frame in frames[1:]:
+        uses = uses.unionByName(frame)
+    shared = (
+        uses.groupBy("key", "asset")
+        .agg(F.count_distinct("member").alias("members"))
+        .where(F.col("members") == 2)
+    )
+    traced = (
+        uses.join(shared.select("key", "asset"), ["key", "asset"]).select("key", "domain", *coords).distinct()
+    )
+    known = None
+    for domain, frame in sorted(bronze.items()):
+        part = frame.select(F.lit(domain).alias("domain"), *coords).distinct()
+        known = part if known is None else known.unionByName(part)
+    if known is None:
+        found = traced.withColumn("_found", F.lit(None).cast("boolean"))
+    else:
+        found = traced.join(known.withColumn("_found", F.lit(True)), ["domain", *coords], "left")
+    per_key = {
+        str(r["key"]): (int(r["events"]), int(r["found"]))
+        for r in found.groupBy("key")
+        .agg(F.count(F.lit(1)).alias("events"), F.count_if(F.col("_found").isNotNull()).alias("found"))
+        .collect()
+    }
+    bad = []
+    for row in sample:
+        events_n, found_n = per_key.get(str(row["key"]), (0, 0))
+        if events_n == 0 or found_n < events_n:
+            bad.append(f"{row['key']}: {found_n} of {events_n} events found in Bronze")
+    return Check(
+        name="bronze_trace",
+        passed=not bad,
+        violations=len(bad),
+        detail=f"{len(sample) - len(bad)} of {len(sample)} sampled keys traced to Bronze",
+        examples=tuple(bad[:3]),
+    )
+
+
+# -- the whole reconciliation -------------------------------------------------------------------
+
+
+def reconcile(
+    *,
+    candidate: DataFrame,
+    serving: DataFrame,
+    serving_in_scope: DataFrame,
+    events: DataFrame,
+    recompute: DataFrame,
+    vanished: DataFrame,
+    rewritten: Sequence[str],
+    types: Sequence[str],
+    max_entities: int,
+    thresholds: Thresholds,
+    trace_keys: DataFrame,
+    bronze: Mapping[str, DataFrame],
+    removed_or_changed: int,
+    changes: int,
+    gate: Check,
+    owner: str,
+    affected_range: Mapping[str, Any],
+    bounds: tuple[datetime | None, datetime | None] = (None, None),
+) -> Reconciliation:
+    """Every check on a candidate and the verdict (see the module docstring).
+
+    ``candidate`` / ``serving``: whole tables (serving at the pinned version).
+    ``serving_in_scope``: serving's current rows involving recomputed entities.
+    ``events``: the new-resolved Silver in range, ``entity_id`` = new entity, with
+    ``old_entity`` / ``new_entity`` and Bronze coordinates.
+    """
+    from pyspark.sql import functions as F
+
+    checks = structural_checks(candidate, vanished)
+    checks.append(untouched_partitions_check(candidate, serving, rewritten))
+    resolved = events.withColumn("entity_id", F.col("new_entity"))
+    pairs = expected_pairs_check(
+        candidate,
+        serving_in_scope,
+        expected_pairs(resolved, types, max_entities),
+        recompute,
+        max_residual=thresholds.max_residual_delta,
+        bounds=bounds,
+    )
+    checks.append(pairs.check)
+    checks.append(trace_to_bronze(trace_keys, events, bronze))
+    old_total = _live(serving).count()
+    checks.append(changed_ratio_check(removed_or_changed, old_total, thresholds.max_changed_ratio))
+    checks.append(gate)
+    candidate_total = _live(candidate).count()
+    expected_delta = pairs.expected_in_scope - pairs.serving_in_scope
+    residual = (candidate_total - old_total) - expected_delta
+    verdict, failed = decide(checks, changes=changes)
+    first_bad = next((c.first_bad_partition for c in checks if not c.passed and c.first_bad_partition), None)
+    return Reconciliation(
+        verdict=verdict,
+        failed_invariant=failed,
+        first_bad_partition=first_bad,
+        affected_range=dict(affected_range),
+        old_total=old_total,
+        candidate_total=candidate_total,
+        expected_delta=expected_delta,
+        residual_delta=residual,
+        owner=owner,
+        checks=tuple(checks),
+        per_type=pairs.per_type,
+    )
