@@ -45,7 +45,9 @@ class EngineChange(_Strict):
     from_version: str = Field(alias="from")
     to_version: str = Field(alias="to")
     downstream: tuple[str, ...] = ()
-    """Engines re-run on top of the changed one (e.g. correlation after entity resolution)."""
+    """Engines re-run on top of the changed one (e.g. correlation after entity resolution):
+    ``name@version`` pins a version; a bare ``name`` means the version effective on the
+    new engine's ``effective_from``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

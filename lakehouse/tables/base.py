@@ -86,6 +86,15 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class TableSize:
+    """How much a table version holds (from metadata)."""
+
+    files: int
+    bytes: int
+    rows: int
+
+
+@dataclass(frozen=True)
 class Candidate:
     """Output staged beside serving, invisible to readers until published."""
 
@@ -363,6 +372,31 @@ class Table(ABC):
     @abstractmethod
     def list_candidates(self) -> list[str]:
         """Names of candidates staged and not yet published or dropped."""
+
+    @abstractmethod
+    def open_candidate(self, name: str, base_version: int | None) -> Candidate:
+        """A handle on a staged candidate found by name (e.g. by another process after a crash).
+
+        ``base_version`` is the serving version it was staged from, as the caller recorded it.
+        Raises :class:`CandidateError` if no such candidate is staged.
+        """
+
+    @abstractmethod
+    def size_at(
+        self,
+        version: int,
+        *,
+        partition: str | None = None,
+        first: str | None = None,
+        last: str | None = None,
+        count_rows: bool = True,
+    ) -> TableSize:
+        """Data files, bytes and rows of ``version`` with ``first <= partition <= last``.
+
+        Answered from metadata (file lists, sizes and statistics), not by reading data, so a
+        dry run can estimate cost cheaply. Files without a value for ``partition`` count;
+        rows are 0 unless ``count_rows``.
+        """
 
     # -- recovery and housekeeping ------------------------------------------------------
 

@@ -22,6 +22,7 @@ from lakehouse.tables.base import (
     Capabilities,
     Commit,
     Table,
+    TableSize,
     VersionRef,
     candidate_ref,
     first_line,
@@ -280,6 +281,44 @@ class DeltaLakeTable(Table):
         names = _list_dir(self.spark, f"{parent}/{CANDIDATES_DIR}")
         return sorted(n[len(prefix) :] for n in names if n.startswith(prefix))
 
+    def open_candidate(self, name: str, base_version: int | None) -> Candidate:
+        candidate = Candidate(
+            table=self.name, name=name, location=self._shadow_location(name), base_version=base_version
+        )
+        self._require_candidate(candidate)
+        return candidate
+
+    def size_at(
+        self,
+        version: int,
+        *,
+        partition: str | None = None,
+        first: str | None = None,
+        last: str | None = None,
+        count_rows: bool = True,
+    ) -> TableSize:
+        from pyspark.sql import functions as F
+
+        frame = self.read(as_of=version)
+
+        def wanted(path: str) -> bool:
+            marker = f"/{partition}="
+            if partition is None or marker not in path:
+                return True
+            value = path.split(marker, 1)[1].split("/", 1)[0]
+            return (first is None or value >= first) and (last is None or value <= last)
+
+        chosen = [f for f in frame.inputFiles() if wanted(f)]
+        rows = 0
+        if count_rows:
+            condition = F.lit(True)
+            if partition is not None and first is not None:
+                condition = condition & (F.col(partition) >= first)
+            if partition is not None and last is not None:
+                condition = condition & (F.col(partition) <= last)
+            rows = int(frame.where(condition).count())  # Delta answers this from file statistics
+        return TableSize(len(chosen), sum(_file_length(self.spark, f) for f in chosen), rows)
+
     def _require_candidate(self, candidate: Candidate) -> None:
         if candidate.table != self.name or not _path_exists(self.spark, candidate.location):
             raise CandidateError(
@@ -382,3 +421,11 @@ def _list_dir(spark: SparkSession, location: str) -> list[str]:
     if not fs.exists(path):
         return []
     return [str(status.getPath().getName()) for status in fs.listStatus(path)]
+
+
+def _file_length(spark: SparkSession, path: str) -> int:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return int(fs.getFileStatus(hadoop_path).getLen())

@@ -19,6 +19,7 @@ from lakehouse.tables.base import (
     Capabilities,
     Commit,
     Table,
+    TableSize,
     TableSpec,
     VersionRef,
     candidate_ref,
@@ -249,6 +250,38 @@ class IcebergTable(Table):
         ).collect()
         return sorted(str(r["name"])[len("cand_") :] for r in rows)
 
+    def open_candidate(self, name: str, base_version: int | None) -> Candidate:
+        candidate = Candidate(
+            table=self.name,
+            name=name,
+            location=f"{self.location}@{candidate_ref(name)}",
+            base_version=base_version,
+        )
+        self._require_candidate(candidate)
+        return candidate
+
+    def size_at(
+        self,
+        version: int,
+        *,
+        partition: str | None = None,
+        first: str | None = None,
+        last: str | None = None,
+        count_rows: bool = True,
+    ) -> TableSize:
+        where = []
+        if partition is not None and first is not None:
+            where.append(f"partition.`{partition}` >= '{_string_literal(first)}'")
+        if partition is not None and last is not None:
+            where.append(f"partition.`{partition}` <= '{_string_literal(last)}'")
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        row = self.spark.sql(
+            f"SELECT count(*) AS files, coalesce(sum(file_size_in_bytes), 0) AS bytes, "
+            f"coalesce(sum(record_count), 0) AS rows "
+            f"FROM {self.sql_name}.`files` VERSION AS OF {int(version)}{clause}"
+        ).collect()[0]
+        return TableSize(int(row["files"]), int(row["bytes"]), int(row["rows"]) if count_rows else 0)
+
     def _require_candidate(self, candidate: Candidate) -> None:
         if candidate.table != self.name or candidate.name not in self.list_candidates():
             raise CandidateError(
@@ -294,3 +327,8 @@ def _snapshot_confs(meta: Mapping[str, str]) -> dict[str, str]:
 
 def _quoted(identifier: str) -> str:
     return ".".join(f"`{part}`" for part in identifier.split("."))
+
+
+def _string_literal(text: str) -> str:
+    """A value inside a single-quoted SQL string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 from lakehouse import quality
 from lakehouse.digest import canonical_hash, digest_of
 from lakehouse.errors import InjectedFailure, ReplayError, ReplayRefusedError
-from lakehouse.tables import Candidate, DeltaLakeTable, IcebergTable, Table
+from lakehouse.tables import Candidate, Table, TableSize
 from lakehouse.tables.base import first_line
 from ledger.api import open_ledger
 from ledger.clock import Clock
@@ -66,7 +66,6 @@ from workloads.replay.identity import (
     BRONZE_PREFIX,
     SILVER,
     ReplayEngines,
-    candidate_handle,
     candidate_name,
     declared_int,
     engine_function,
@@ -149,74 +148,8 @@ def setup_replay(registry: TableRegistry, plan: CorrectionPlan, catalog: EngineC
 # -- input size estimate ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class InputSize:
-    files: int
-    bytes: int
-    rows: int
-
-
-def _file_length(table: Table, path: str) -> int:
-    jvm = table.spark.sparkContext._jvm
-    assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hadoop_path.getFileSystem(table.spark.sparkContext._jsc.hadoopConfiguration())
-    return int(fs.getFileStatus(hadoop_path).getLen())
-
-
-def pinned_size(
-    table: Table,
-    version: int,
-    months: tuple[str | None, str | None],
-    column: str | None,
-    *,
-    count_rows: bool = True,
-) -> InputSize:
-    """Files, bytes and rows of ``table`` at ``version``, pruned to a month range on ``column``.
-
-    Read from metadata, not data: Iceberg's ``files`` metadata table at the snapshot; for
-    Delta the pinned version's file list and file sizes, and (``count_rows``) a count, which
-    Delta answers from file statistics.
-    """
-    first, last = months
-    if isinstance(table, IcebergTable):
-        where = []
-        if column is not None and first is not None:
-            where.append(f"partition.`{column}` >= '{first}'")
-        if column is not None and last is not None:
-            where.append(f"partition.`{column}` <= '{last}'")
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        row = table.spark.sql(
-            f"SELECT count(*) AS files, coalesce(sum(file_size_in_bytes), 0) AS bytes, "
-            f"coalesce(sum(record_count), 0) AS rows "
-            f"FROM {table.sql_name}.`files` VERSION AS OF {version}{clause}"
-        ).collect()[0]
-        return InputSize(int(row["files"]), int(row["bytes"]), int(row["rows"]) if count_rows else 0)
-    frame = table.read(as_of=version)
-    files = frame.inputFiles()
-
-    def wanted(path: str) -> bool:
-        if column is None or (first is None and last is None):
-            return True
-        marker = f"/{column}="
-        if marker not in path:
-            return True
-        month = path.split(marker, 1)[1].split("/", 1)[0]
-        return (first is None or month >= first) and (last is None or month <= last)
-
-    chosen = [f for f in files if wanted(f)]
-    rows = 0
-    if count_rows:
-        from pyspark.sql import functions as F
-
-        condition = F.lit(True)
-        if column is not None and first is not None:
-            condition = condition & (F.col(column) >= first)
-        if column is not None and last is not None:
-            condition = condition & (F.col(column) <= last)
-        rows = int(frame.where(condition).count())
-    assert isinstance(table, DeltaLakeTable)
-    return InputSize(len(chosen), sum(_file_length(table, f) for f in chosen), rows)
+InputSize = TableSize
+"""Files, bytes and rows a replay reads (summed over its pinned inputs)."""
 
 
 def input_size(registry: TableRegistry, setup: Setup) -> InputSize:
@@ -229,12 +162,9 @@ def input_size(registry: TableRegistry, setup: Setup) -> InputSize:
     for name, version in sorted(setup.pins.items()):
         table = registry.get(name)
         silver = name == SILVER
-        size = pinned_size(
-            table,
-            version,
-            months if silver else (None, None),
-            "event_month" if silver else None,
-            count_rows=silver,
+        first, last = months if silver else (None, None)
+        size = table.size_at(
+            version, partition="event_month" if silver else None, first=first, last=last, count_rows=silver
         )
         total = InputSize(total.files + size.files, total.bytes + size.bytes, total.rows + size.rows)
     return total
@@ -1006,7 +936,6 @@ __all__ = [
     "Setup",
     "analyse",
     "build_candidate",
-    "candidate_handle",
     "describe_scope",
     "plan_scope",
     "run_replay",

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import digest_of
 from lakehouse.errors import ReplayError, ReplayRefusedError, UsageError
-from lakehouse.tables import Candidate, DeltaLakeTable, Table
+from lakehouse.tables import Candidate, Table
 from ledger.engines import EngineCatalog, EngineSpec, verify_fingerprint
 from ledger.identity import EngineIdentity
 
@@ -95,9 +95,20 @@ def resolve_engines(plan: CorrectionPlan, catalog: EngineCatalog) -> ReplayEngin
             f"plan {plan.plan}: engine_change.downstream must name the engine that produces "
             f"{plan.answer.table} (for example [correlation])"
         )
-    downstream = tuple(catalog.resolve(name) for name in change.downstream)
+    downstream = tuple(_downstream(catalog, ref, new) for ref in change.downstream)
     identities = tuple(verify_fingerprint(spec) for spec in (old, new, *downstream))
     return ReplayEngines(old=old, new=new, downstream=downstream, identities=identities)
+
+
+def _downstream(catalog: EngineCatalog, ref: str, new: EngineSpec) -> EngineSpec:
+    """``name@version`` as declared, or the version of ``name`` effective when ``new`` takes effect."""
+    name, sep, version = ref.partition("@")
+    if not sep:
+        return catalog.resolve(name, at=new.effective_from)
+    try:
+        return catalog.resolve(name, int(version))
+    except ValueError:
+        raise UsageError(f"engine_change.downstream {ref!r}: expected name or name@version") from None
 
 
 def engine_function(spec: EngineSpec) -> Callable[..., DataFrame]:
@@ -182,24 +193,11 @@ def base_of(run_id: str, name: str) -> int | None:
     return None if text == "none" else int(text)
 
 
-def candidate_handle(table: Table, name: str, base_version: int | None) -> Candidate:
-    """A :class:`Candidate` for a staged candidate found by name (e.g. in another process).
-
-    The table interface only returns candidates from ``stage_candidate``; a shadow table's
-    location is derived by the Delta implementation, a branch's from the table identifier.
-    """
-    if isinstance(table, DeltaLakeTable):
-        location = table._shadow_location(name)
-    else:
-        location = f"{table.location}@cand_{name}"
-    return Candidate(table=table.name, name=name, location=location, base_version=base_version)
-
-
 def run_candidates(table: Table, run_id: str) -> list[Candidate]:
     """Every staged candidate of a run, oldest base first (normally zero or one)."""
     prefix = candidate_prefix(run_id)
     found = [
-        candidate_handle(table, name, base_of(run_id, name))
+        table.open_candidate(name, base_of(run_id, name))
         for name in table.list_candidates()
         if name.startswith(prefix)
     ]
