@@ -87,6 +87,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"configuration file (default: {DEFAULT_CONF_PATH})",
     )
     parser.add_argument("--workdir", type=Path, help="work directory (overrides the configuration)")
+    parser.add_argument(
+        "--format", choices=["delta", "iceberg"], help="force one format for every table (overrides zones)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")

@@ -16,7 +16,7 @@ HELP = "list every configured table with its zone, format, location, existence a
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=["delta", "iceberg"], help="force one format for every table")
+    """No options beyond the common ones (``--format`` forces one format for every table)."""
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:

@@ -1,9 +1,11 @@
 """The demo story on the embedded default, as one function the CLI and notebooks call.
 
 Each chapter is a library call the user could run alone (``lakehouse generate``,
-``ingest``, ``build silver``, ``build gold``); the demo only strings them together and
-collects what to show. Running it twice is safe: the history is deterministic and kept,
-re-ingest is a no-op, and the builds rewrite the same content.
+``ingest``, ``build silver``, ``build gold``, ``replay``, ``approve``, ``ack``,
+``publish``, ``rollback``); the demo only strings them together and collects what to show.
+Running it twice is safe: the history is deterministic and kept, re-ingest is a no-op,
+the builds rewrite the same content, and a restatement that was already published is
+shown, not repeated.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class DemoSettings:
     entities: int = 200
     months: int = 6
     seed: int = 7
+    restate: bool = True
+    """Continue with the ER v2 restatement (replay, approve, publish, rollback, re-publish)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,92 @@ def medallion(
     }
 
 
+DEMO_PLAN = Path("conf/plans/er-v2-recorrelation.yaml")
+DEMO_ENGINES = Path("conf/engines.yaml")
+
+
+def _superseded_example(registry: TableRegistry, run_id: str) -> dict[str, Any] | None:
+    """One correlation the replay retired, with its successor if it has one.
+
+    A superseded row is preferred (it has a successor to show); a retracted one otherwise.
+    """
+    from pyspark.sql import functions as F
+
+    rows = registry.get("gold.correlations").read()
+    old = (
+        rows.where(
+            F.col("status").isin("superseded", "retracted") & F.col("supersede_reason").contains(run_id)
+        )
+        .orderBy(F.col("status").desc(), "correlation_id", "run_id")
+        .limit(1)
+        .collect()
+    )
+    if not old:
+        return None
+    columns = ("correlation_id", "correlation_type", "entity_a", "entity_b", "confidence", "engine", "status")
+    before = {k: old[0][k] for k in (*columns, "superseded_at", "superseded_by", "supersede_reason")}
+    after = (
+        rows.where((F.col("correlation_id") == before["superseded_by"]) & (F.col("run_id") == run_id))
+        .limit(1)
+        .collect()
+    )
+    return {"superseded": before, "successor": {k: after[0][k] for k in columns} if after else None}
+
+
+def restatement(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    progress: Progress,
+    *,
+    plan_path: Path = DEMO_PLAN,
+    engines_path: Path = DEMO_ENGINES,
+) -> dict[str, Any]:
+    """Declare ER v2 -> dry run -> replay -> approve -> ack -> publish -> rollback -> re-publish.
+
+    If the plan's engine change was already published (a second demo run), the chapter
+    shows that publication instead of restating again.
+    """
+    from ledger.engines import load_engines
+    from workloads.plan import load_plan
+    from workloads.replay import ack, approve, plan_scope, publish, rollback, run_replay
+    from workloads.replay.state import AWAITING_APPROVAL
+
+    plan = load_plan(plan_path)
+    engines = load_engines(engines_path)
+    change = plan.engine_change
+    new_engine = engines.resolve(change.engine, int(change.to_version))
+    progress(f"declaring {new_engine.ref} effective from {new_engine.effective_from} in the ledger")
+    ledger.writer.append(new_engine.declared_entry())
+
+    progress(f"dry run of plan {plan.plan}: exact scope, nothing written")
+    scope = plan_scope(registry, plan, engines=engines)
+    chapter: dict[str, Any] = {"plan": plan.plan, "dry_run": scope.lines()}
+    progress(f"replaying {scope.affected_entity_count} affected entities into a candidate")
+    outcome = run_replay(registry, plan, engines=engines, clock=clock)
+    chapter["replay"] = outcome.lines()
+    chapter["run_id"] = outcome.run_id
+    if outcome.status != AWAITING_APPROVAL:
+        chapter["stopped"] = f"replay {outcome.run_id} is {outcome.status}: nothing to approve or publish"
+        return chapter
+
+    approver = plan.publication.approvers[0]
+    progress(f"approving as {approver}")
+    chapter["approval"] = approve(registry, outcome.run_id, by=approver, clock=clock).to_dict()
+    for consumer in plan.publication.consumers:
+        if consumer.required:
+            progress(f"acknowledging for required consumer {consumer.name}")
+            ack(registry, consumer.name, outcome.run_id, by=f"{consumer.name}-oncall", clock=clock)
+    progress("publishing atomically (supersession, stamping, notifications)")
+    chapter["publication"] = publish(registry, outcome.run_id, clock=clock).lines()
+    chapter["example"] = _superseded_example(registry, outcome.run_id)
+    progress("rolling back the publication, then publishing it again")
+    back = rollback(registry, outcome.run_id, clock=clock, reason="demo: show that rollback works")
+    chapter["rollback"] = back.to_dict()
+    chapter["republication"] = publish(registry, outcome.run_id, clock=clock).lines()
+    return chapter
+
+
 def run_demo(
     registry: TableRegistry,
     ledger: Ledger,
@@ -141,4 +231,6 @@ def run_demo(
     chapters = {
         "medallion": medallion(registry, ledger, clock, workdir / "history", settings, progress, gate)
     }
+    if settings.restate:
+        chapters["restatement"] = restatement(registry, ledger, clock, progress)
     return DemoReport(tables=describe_tables(registry), chapters=chapters)

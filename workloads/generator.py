@@ -31,7 +31,7 @@ import math
 import random
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from itertools import accumulate
 from pathlib import Path
@@ -662,7 +662,25 @@ def _build_population(
                 activity=activity * (1.5 if ring else 1.0),
             )
         )
+    _add_households(persons, member_ring, seed, device_mask)
     return persons, rings
+
+
+def _add_households(persons: list[_Person], member_ring: dict[int, int], seed: int, device_mask: int) -> None:
+    """Pairs of persons outside any ring who share one household device (a family tablet).
+
+    They share no card, so entity resolution never merges them: their correlation
+    survives a change of resolver and is *restated* (superseded) rather than retracted.
+    One household per 25 persons.
+    """
+    rng = random.Random(_sub_seed(seed, "households"))
+    singles = [i for i in range(len(persons)) if i not in member_ring]
+    rng.shuffle(singles)
+    for h in range(min(len(persons) // 25, len(singles) // 2)):
+        shared = f"dev_{_scramble32(0xE0000000 + h, device_mask):08x}"
+        for index in (singles[2 * h], singles[2 * h + 1]):
+            person = persons[index]
+            persons[index] = replace(person, own_devices=(*person.own_devices, shared))
 
 
 # --------------------------------------------------------------------------------------

@@ -241,7 +241,7 @@ class PublishResult:
         out = [
             f"{self.status}: {self.table} version {self.version} (was {self.previous}), "
             f"effective {self.effective_at.isoformat()}, run {self.run_id}"
-            + ("; restaged over rows that reached serving meanwhile" if self.restaged else ""),
+            + ("; re-applied onto serving as it is now (it moved after staging)" if self.restaged else ""),
         ]
         out += [f"  {s['count']} {s['status']}: {s['reason']}" for s in self.supersessions]
         out += [f"  notified {n['consumer']} (key {n['idempotency_key']})" for n in self.notifications]

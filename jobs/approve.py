@@ -1,0 +1,40 @@
+"""``lakehouse approve RUN --by NAME [--reject]``: an approver's decision on a correction."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.common import Context, Outcome
+
+NAME = "approve"
+HELP = "approve (or --reject) a correction replay awaiting approval"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN", help="the replay run id (replay-...)")
+    parser.add_argument("--by", required=True, help="the approver; must be listed in the plan")
+    parser.add_argument("--reason", default="", help="why (recorded in the ledger)")
+    parser.add_argument("--reject", action="store_true", help="reject instead of approve")
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from workloads.replay import approve
+
+    result = approve(
+        ctx.registry, args.run_id, by=args.by, clock=ctx.clock, reason=args.reason, reject=args.reject
+    )
+    line = f"{result.decision}: run {result.run_id} by {result.approver} at {result.approved_at.isoformat()}"
+    if result.decision == "approved":
+        line += f"; next: lakehouse publish {result.run_id}"
+    return Outcome(data=result.to_dict(), lines=[line])
+
+
+if __name__ == "__main__":
+    from jobs.cli import run_as_script
+
+    raise SystemExit(run_as_script(NAME))

@@ -1,0 +1,36 @@
+"""``lakehouse publish RUN``: publish an approved correction atomically, then notify consumers once.
+
+Exits 5 while a required consumer has not acknowledged (``lakehouse ack``): the publication
+is held, nothing changed, and running it again after the acknowledgement publishes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.common import Context, Outcome
+
+NAME = "publish"
+HELP = "publish an approved correction replay (held, exit 5, until required consumers acknowledge)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN", help="the replay run id (replay-...)")
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from workloads.replay import publish
+
+    result = publish(ctx.registry, args.run_id, clock=ctx.clock)
+    return Outcome(data=result.to_dict(), lines=result.lines())
+
+
+if __name__ == "__main__":
+    from jobs.cli import run_as_script
+
+    raise SystemExit(run_as_script(NAME))

@@ -1,0 +1,37 @@
+"""``lakehouse rollback RUN``: restore serving to its version before a publication, within the window."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.common import Context, Outcome
+
+NAME = "rollback"
+HELP = "roll back a published replay (only within the plan's rollback window)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN", help="the replay run id (replay-...)")
+    parser.add_argument("--reason", default="", help="why (recorded in the ledger)")
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from workloads.replay import rollback
+
+    result = rollback(ctx.registry, args.run_id, clock=ctx.clock, reason=args.reason)
+    line = (
+        f"rolled back run {result.run_id}: {result.table} restored to the content of version "
+        f"{result.to_version} (was {result.from_version}) as new version {result.new_version}"
+    )
+    return Outcome(data=result.to_dict(), lines=[line])
+
+
+if __name__ == "__main__":
+    from jobs.cli import run_as_script
+
+    raise SystemExit(run_as_script(NAME))
