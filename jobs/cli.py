@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "publish": "jobs.publish",
     "rollback": "jobs.rollback",
     "engines": "jobs.engines",
+    "asof": "jobs.asof",
     "ledger": "jobs.ledger_job",
     "tables": "jobs.tables",
     "submit-args": "jobs.submit_args",

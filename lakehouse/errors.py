@@ -70,6 +70,12 @@ class VersionNotFoundError(TableError, LookupError):
     code = "version_not_found"
 
 
+class VersionGoneError(TableError, LookupError):
+    """A version the ledger names is no longer in the format's history (expired or vacuumed)."""
+
+    code = "version_gone"
+
+
 class ZonePolicyError(TableError):
     """An operation breaks a zone's rule (for example a delete on append-only Bronze)."""
 

@@ -112,6 +112,11 @@ def commit_metadata(run_id: str | None, extra: Mapping[str, str] | None = None) 
     return meta
 
 
+def utc_moment(moment: datetime) -> datetime:
+    """An aware datetime; a naive one is taken as UTC (the lakehouse's clock), never local time."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def parse_version_ref(ref: VersionRef) -> int | datetime:
     """Normalise every way of naming a table state to a version number or an aware datetime."""
     if isinstance(ref, bool):
@@ -119,7 +124,7 @@ def parse_version_ref(ref: VersionRef) -> int | datetime:
     if isinstance(ref, int):
         return ref
     if isinstance(ref, datetime):
-        return ref if ref.tzinfo is not None else ref.replace(tzinfo=UTC)
+        return utc_moment(ref)
     if isinstance(ref, str):
         text = ref.strip()
         if re.fullmatch(r"-?\d+", text):
@@ -131,7 +136,7 @@ def parse_version_ref(ref: VersionRef) -> int | datetime:
                 f"{ref!r} is neither a version number nor an ISO-8601 timestamp "
                 f"(for example 2026-01-31T12:00:00+00:00)"
             ) from None
-        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+        return utc_moment(parsed)
     raise UsageError(f"a version must be an integer, a timestamp or a datetime, not {ref!r}")
 
 

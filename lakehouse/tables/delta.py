@@ -30,6 +30,7 @@ from lakehouse.tables.base import (
     partition_predicate,
     session_settings,
     temp_view,
+    utc_moment,
 )
 
 if TYPE_CHECKING:
@@ -347,6 +348,7 @@ class DeltaLakeTable(Table):
                 f"{self.name} has open candidates {self.list_candidates()}; vacuuming would "
                 f"break their shallow clones: publish or drop them first"
             )
+        older_than = utc_moment(older_than)
         now = datetime.now(UTC)
         hours = max(0.0, (now - older_than).total_seconds() / 3600)
         keep_from = self.history()[-retain_last:][0].timestamp if retain_last > 0 else now

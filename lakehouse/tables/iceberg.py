@@ -26,6 +26,7 @@ from lakehouse.tables.base import (
     first_line,
     session_settings,
     temp_view,
+    utc_moment,
 )
 
 if TYPE_CHECKING:
@@ -303,7 +304,7 @@ class IcebergTable(Table):
         Snapshots still referenced by a candidate branch are kept by Iceberg itself.
         """
         self._require()
-        stamp = older_than.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        stamp = utc_moment(older_than).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
         self.spark.sql(
             f"CALL `{self.catalog}`.system.expire_snapshots(table => '{self.procedure_name}', "
             f"older_than => TIMESTAMP '{stamp}', retain_last => {max(1, retain_last)})"

@@ -1,0 +1,355 @@
+"""``lakehouse asof``: what the system knew at T, by two independent routes that must agree.
+
+* **Route (a), bitemporal + ledger.** The table's current rows, kept if they were recorded
+  at or before T, not superseded by T, and written by a run the ledger says was visible
+  by T (:mod:`workloads.asof.knowledge`). Survives snapshot expiry and vacuum: it reads
+  only the current version.
+* **Route (b), format time travel.** The version the ledger says was *published* at T
+  (a build's output, a publication or a rollback; never an unpublished candidate or a
+  Delta shadow write), read with the format's own time travel, current rows only.
+
+Both are compared on row identity ``(correlation_id, run_id)`` and everything the row
+asserts (its content, engine and ``recorded_at``; not its lifecycle columns, which are
+*meant* to change later). A disagreement names the first differing key. Where one route
+cannot answer, the answer says why (history expired, a rolled-back publication, a table
+without knowledge-time columns) and the other route answers alone.
+
+Pure apart from the reader passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from lakehouse.errors import UsageError, VersionGoneError
+from lakehouse.expressions import Expr, parse_where
+from workloads.asof.knowledge import Timeline, timeline, utc
+from workloads.asof.readers import Reader, Scope, jsonable
+
+LIFECYCLE: Final[frozenset[str]] = frozenset({"status", "superseded_at", "superseded_by", "supersede_reason"})
+"""Columns that change after a row is written (so they are not compared across routes)."""
+CURRENT: Final[frozenset[str]] = frozenset({"authoritative", "provisional"})
+BITEMPORAL: Final[frozenset[str]] = frozenset({"run_id", "recorded_at", "superseded_at", "status"})
+ENTITY_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
+    "gold.correlations": ("entity_a", "entity_b"),
+}
+DEFAULT_ENTITY_COLUMNS: Final = ("entity_id",)
+ROUTES_DISAGREE_EXIT: Final = 7
+
+
+def key_columns(columns: Sequence[str]) -> tuple[str, ...]:
+    """Row identity: ``(correlation_id, run_id)`` in the correlation store, else all but lifecycle."""
+    if "correlation_id" in columns and "run_id" in columns:
+        return ("correlation_id", "run_id")
+    return tuple(c for c in columns if c not in LIFECYCLE)
+
+
+@dataclass(frozen=True)
+class Route:
+    """One route's outcome: its rows, or why it could not answer."""
+
+    name: str
+    available: bool
+    rows: tuple[dict[str, Any], ...] = ()
+    version: int | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "route": self.name,
+            "available": self.available,
+            "rows": len(self.rows),
+            "version": self.version,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class AsOfAnswer:
+    """What was known about a table (optionally one entity) at one instant, and why."""
+
+    table: str
+    at: datetime
+    entity: str | None
+    where: str | None
+    reader: str
+    route_a: Route
+    route_b: Route
+    routes_agree: bool | None
+    """None when only one route could answer."""
+    first_difference: Mapping[str, Any] | None
+    rows: tuple[dict[str, Any], ...]
+    """The answer, each row with its ``provenance`` (and ``since`` when superseded after T)."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return ROUTES_DISAGREE_EXIT if self.routes_agree is False else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = jsonable(
+            {
+                "table": self.table,
+                "at": self.at,
+                "entity": self.entity,
+                "where": self.where,
+                "reader": self.reader,
+                "routes": {"a": self.route_a.to_dict(), "b": self.route_b.to_dict()},
+                "routes_agree": self.routes_agree,
+                "first_difference": self.first_difference,
+                "rows": list(self.rows),
+                "notes": list(self.notes),
+            }
+        )
+        return data
+
+    def lines(self) -> list[str]:
+        subject = f" entity {self.entity}" if self.entity else ""
+        out = [f"{self.table}{subject} as known at {self.at.isoformat()} ({self.reader} reader)"]
+        for route in (self.route_a, self.route_b):
+            state = f"{len(route.rows)} rows" if route.available else "unavailable"
+            version = f" (version {route.version})" if route.version is not None else ""
+            out.append(f"  route {route.name}: {state}{version}{'; ' + route.note if route.note else ''}")
+        if self.routes_agree is False:
+            out.append("  !!! ROUTES DISAGREE: the bitemporal columns and the published version differ")
+            out.append(f"  !!! first differing key: {jsonable(self.first_difference)}")
+        elif self.routes_agree:
+            out.append("  routes agree")
+        out += [f"  note: {n}" for n in self.notes]
+        for row in self.rows:
+            prov = row.get("provenance", {})
+            described = ", ".join(
+                f"{k}={_short(row[k])}" for k in row if k not in ("provenance", "since", "evidence")
+            )
+            out.append(f"- {described}")
+            out.append(
+                f"    by run {prov.get('run_id')} ({prov.get('command')}), engines "
+                f"{', '.join(prov.get('engines') or []) or '-'}, published {_short(prov.get('published_at'))}"
+            )
+            inputs = prov.get("inputs") or {}
+            if inputs:
+                out.append("    inputs: " + ", ".join(f"{t}@{v}" for t, v in inputs.items()))
+            since = row.get("since")
+            if since:
+                out.append(
+                    f"    since then {since['status']} at {_short(since['superseded_at'])}"
+                    f" by {since['superseded_by'] or '-'}: {since['reason']}"
+                )
+        return out
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return "" if value is None else str(value)
+
+
+def check_table(reader: Reader, table: str, known: Sequence[str]) -> dict[str, str]:
+    """Refuse anything but a configured Gold table; return its filterable columns."""
+    gold = sorted(name for name in known if name.startswith("gold."))
+    if table not in gold:
+        raise UsageError(f"asof answers for Gold tables only; {table!r} is not one of: {', '.join(gold)}")
+    return reader.columns(table)
+
+
+def _content(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in LIFECYCLE}
+
+
+def compare(
+    a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> dict[str, Any] | None:
+    """The first key (in key order) whose rows differ between the routes, or None."""
+    left = {tuple(r[k] for k in keys): _content(r) for r in a}
+    right = {tuple(r[k] for k in keys): _content(r) for r in b}
+    for key in sorted(set(left) | set(right), key=lambda k: tuple(str(v) for v in k)):
+        if left.get(key) != right.get(key):
+            only = left.get(key), right.get(key)
+            columns = sorted({*(only[0] or {}), *(only[1] or {})})
+            differing = [c for c in columns if (only[0] or {}).get(c) != (only[1] or {}).get(c)]
+            return {
+                "key": dict(zip(keys, key, strict=True)),
+                "route_a": only[0],
+                "route_b": only[1],
+                "columns": differing if only[0] and only[1] else [],
+            }
+    return None
+
+
+def _with_provenance(row: dict[str, Any], known: Timeline, at: datetime) -> dict[str, Any]:
+    facts = known.runs.get(row.get("run_id") or "")
+    result = {k: v for k, v in row.items() if k not in LIFECYCLE}
+    result["status_at"] = "current"
+    result["provenance"] = facts.to_dict() if facts else {"run_id": row.get("run_id"), "command": None}
+    superseded = row.get("superseded_at")
+    if superseded is not None and utc(superseded) > at:
+        result["since"] = {
+            "status": row.get("status"),
+            "superseded_at": superseded,
+            "superseded_by": row.get("superseded_by"),
+            "reason": row.get("supersede_reason"),
+        }
+    return result
+
+
+def route_a(reader: Reader, table: str, scope: Scope, known: Timeline, at: datetime) -> Route:
+    """Bitemporal columns plus the ledger's run visibility."""
+    rolled = known.rolled_back_at(at)
+    if rolled is not None:
+        return Route(
+            "a",
+            False,
+            note=(
+                f"at T readers saw run {rolled.run_id}'s publication (version {rolled.version}), rolled back "
+                f"at {rolled.rolled_back_at.isoformat()}; its rows are no longer in the table, so the "
+                f"bitemporal columns cannot reconstruct T"
+            ),
+        )
+    candidates = reader.rows(table, Scope(scope.entity, scope.entity_columns, scope.where, known_at=at))
+    rows, unaccounted = [], 0
+    for row in candidates:
+        visible = known.visible_from(str(row.get("run_id")))
+        if visible is None:
+            unaccounted += 1
+        elif visible <= at:
+            rows.append(row)
+    note = f"{unaccounted} rows written by runs the ledger does not know were left out" if unaccounted else ""
+    return Route("a", True, tuple(rows), reader.current_version(table), note)
+
+
+def route_b(
+    reader: Reader, table: str, scope: Scope, known: Timeline, at: datetime, bitemporal: bool
+) -> Route:
+    """The published version at T, through the format's time travel."""
+    epoch = known.serving_at(at)
+    if epoch is None:
+        return Route("b", True, (), None, "no version of the table was published yet")
+    try:
+        rows = reader.rows(
+            table, Scope(scope.entity, scope.entity_columns, scope.where), version=epoch.version
+        )
+    except VersionGoneError as exc:
+        return Route(
+            "b",
+            False,
+            version=epoch.version,
+            note=(
+                f"the format's history for T is gone: version {epoch.version} ({epoch.kind} of run "
+                f"{epoch.run_id}) was expired or vacuumed ({exc})"
+            ),
+        )
+    if bitemporal:
+        rows = [r for r in rows if r.get("status") in CURRENT]
+    return Route("b", True, tuple(rows), epoch.version, f"{epoch.kind} of run {epoch.run_id}")
+
+
+def asof(
+    reader: Reader,
+    table: str,
+    at: datetime,
+    *,
+    known_tables: Sequence[str],
+    entity: str | None = None,
+    where: str | None = None,
+) -> AsOfAnswer:
+    """Answer "what did the system know about ``table`` (``entity``) at ``at``?" by both routes."""
+    moment = utc(at)
+    columns = check_table(reader, table, known_tables)
+    expr: Expr | None = parse_where(where, columns) if where else None
+    bitemporal = set(columns) >= BITEMPORAL
+    entity_columns = ENTITY_COLUMNS.get(table, DEFAULT_ENTITY_COLUMNS)
+    scope = Scope(entity, entity_columns if entity is not None else (), expr)
+    known = timeline(reader.ledger_records(), table)
+    b = route_b(reader, table, scope, known, moment, bitemporal)
+    notes: list[str] = []
+    if bitemporal:
+        a = route_a(reader, table, scope, known, moment)
+    else:
+        a = Route("a", False, note=f"{table} keeps no knowledge-time columns; only route (b) can answer")
+    keys = key_columns(list(columns))
+    agree: bool | None = None
+    difference = None
+    if a.available and b.available:
+        difference = compare(a.rows, b.rows, keys)
+        agree = difference is None
+    if not a.available and not b.available:
+        notes.append("neither route can answer for this instant")
+    chosen = a if a.available else b
+    rows = tuple(
+        _with_provenance(dict(r), known, moment)
+        for r in sorted(chosen.rows, key=lambda r: tuple(str(r.get(k)) for k in keys))
+    )
+    return AsOfAnswer(
+        table=table,
+        at=moment,
+        entity=entity,
+        where=where,
+        reader=reader.name,
+        route_a=a,
+        route_b=b,
+        routes_agree=agree,
+        first_difference=difference,
+        rows=rows,
+        notes=tuple(notes),
+    )
+
+
+@dataclass(frozen=True)
+class EntityHistory:
+    """Every version of every correlation of one entity over knowledge time."""
+
+    table: str
+    entity: str
+    reader: str
+    versions: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = jsonable(
+            {
+                "table": self.table,
+                "entity": self.entity,
+                "reader": self.reader,
+                "versions": list(self.versions),
+            }
+        )
+        return data
+
+    def lines(self) -> list[str]:
+        out = [f"history of entity {self.entity} in {self.table} ({len(self.versions)} row versions)"]
+        for v in self.versions:
+            until = _short(v["known_until"]) or "now"
+            out.append(
+                f"- {_short(v['known_from'])} .. {until}: {v.get('correlation_type')} "
+                f"{v.get('entity_a')} ~ {v.get('entity_b')} confidence {v.get('confidence')} "
+                f"[{v.get('engine')}] {v['status']} (run {v.get('run_id')})"
+            )
+            if v.get("superseded_by") or v.get("supersede_reason"):
+                out.append(f"    -> {v.get('superseded_by') or '-'}: {v.get('supersede_reason')}")
+        return out
+
+
+def entity_history(reader: Reader, table: str, entity: str, *, known_tables: Sequence[str]) -> EntityHistory:
+    """The ``--history`` answer: each row version of the entity, when it became known and why it ended."""
+    columns = check_table(reader, table, known_tables)
+    if not set(columns) >= BITEMPORAL:
+        raise UsageError(f"{table} keeps no knowledge-time columns; --history needs gold.correlations")
+    known = timeline(reader.ledger_records(), table)
+    rows = reader.rows(table, Scope(entity, ENTITY_COLUMNS.get(table, DEFAULT_ENTITY_COLUMNS)))
+    versions = []
+    for row in rows:
+        facts = known.runs.get(str(row.get("run_id")))
+        visible = facts.visible_from if facts else None
+        recorded = utc(row["recorded_at"])
+        versions.append(
+            {
+                **{k: row.get(k) for k in row if k not in ("evidence",)},
+                "known_from": max(recorded, visible) if visible else recorded,
+                "known_until": row.get("superseded_at"),
+                "engines": list(facts.engines) if facts else [],
+            }
+        )
+    versions.sort(key=lambda v: (v["known_from"], str(v.get("correlation_id")), str(v.get("run_id"))))
+    return EntityHistory(table=table, entity=entity, reader=reader.name, versions=tuple(versions))
