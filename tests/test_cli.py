@@ -23,8 +23,45 @@ def run(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> subp
 def test_help_lists_the_commands() -> None:
     result = run("--help")
     assert result.returncode == 0
-    for command in ("demo", "tables", "submit-args"):
+    for command in ("demo", "tables", "submit-args", "replay", "approve", "ack", "publish", "rollback"):
         assert command in result.stdout
+    for command in ("engines", "asof", "ledger"):
+        assert command in result.stdout
+
+
+def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> None:
+    result = run("engines", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    listed = {e["engine"]: e["code"] for e in json.loads(result.stdout)["engines"]}
+    assert listed == {
+        "entity_resolution@1": "ok",
+        "entity_resolution@2": "ok",
+        "correlation@1": "ok",
+        "correlation@2": "ok",
+    }
+    assert "starting Spark" not in result.stderr
+
+    shipped = (REPO / "conf" / "engines.yaml").read_text(encoding="utf-8")
+    first = shipped.index("\n    code_fingerprint: ") + len("\n    code_fingerprint: ")
+    tampered = tmp_path / "engines.yaml"
+    tampered.write_text(shipped[:first] + "ab" * 32 + shipped[first + 64 :], encoding="utf-8")
+    result = run("engines", "list", "--engines", str(tampered))
+    assert result.returncode == 1
+    changed = [line for line in result.stdout.splitlines() if "CHANGED" in line]
+    assert len(changed) == 1
+    assert changed[0].startswith("entity_resolution@1")
+
+
+def test_an_invalid_plan_is_refused_with_the_key_before_spark_starts(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    shipped = (REPO / "conf" / "plans" / "er-v2-recorrelation.yaml").read_text(encoding="utf-8")
+    plan.write_text(shipped.replace("rollback_window_days: 30", "rollback_window_dayz: 30"), encoding="utf-8")
+    result = run("replay", "--plan", str(plan), "--dry-run")
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "rollback_window_dayz" in result.stderr
+    assert "starting Spark" not in result.stderr
 
 
 def test_missing_config_is_one_line_and_nonzero(tmp_path: Path) -> None:
