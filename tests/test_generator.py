@@ -579,7 +579,7 @@ def test_identities_cover_every_email_and_v1_v2_disagree(tree: Tree) -> None:
             assert identities[email] == pid
 
 
-def test_rings_share_devices_and_cards(tree: Tree) -> None:
+def test_rings_share_devices_and_cards_and_households_share_a_device(tree: Tree) -> None:
     persons: dict[str, dict[str, Any]] = tree.truth["persons"]
     rings: dict[str, list[str]] = tree.truth["rings"]
     assert len(rings) == tree.truth["settings"]["ring_count"]
@@ -596,15 +596,20 @@ def test_rings_share_devices_and_cards(tree: Tree) -> None:
         users[record["device_id"]].add(identities[email])
     ring_of = {pid: p["ring"] for pid, p in persons.items()}
     assert any(len(people) >= 2 and all(ring_of[p] is not None for p in people) for people in users.values())
-    # Outside rings, no device or card is shared between persons.
+    # Outside rings, no card is shared, and a device only within a household of two.
     owners: dict[str, set[str]] = defaultdict(set)
     for pid, person in persons.items():
         for asset in (*person["devices"], *person["cards"]):
             owners[asset].add(pid)
-    for people in owners.values():
-        if len(people) > 1:
+    households: dict[str, list[str]] = tree.truth["households"]
+    assert len(households) == len(persons) // 25
+    for asset, people in owners.items():
+        if len(people) > 1 and None in {ring_of[p] for p in people}:
+            assert households.get(asset) == sorted(people), asset
+            assert len(people) == 2
+            assert all(ring_of[p] is None for p in people)
+        elif len(people) > 1:
             assert len({ring_of[p] for p in people}) == 1
-            assert None not in {ring_of[p] for p in people}
 
 
 # --------------------------------------------------------------------------------------

@@ -1457,6 +1457,12 @@ class _Engine:
             }
             for ring in self.rings
         }
+        device_users: dict[str, list[str]] = {}
+        for person in self.persons:
+            if person.ring is None:
+                for device in person.own_devices:
+                    device_users.setdefault(device, []).append(person.person_id)
+        households = {d: sorted(users) for d, users in sorted(device_users.items()) if len(users) > 1}
         faults = sorted(self.faults, key=lambda f: (f.file, f.line))
         document = {
             "settings": self.settings.to_json(),
@@ -1471,6 +1477,7 @@ class _Engine:
             "persons": persons,
             "rings": rings,
             "ring_assets": ring_assets,
+            "households": households,
             "faults": [asdict(f) for f in faults],
             "counts": {
                 feed: {
