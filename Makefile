@@ -46,8 +46,14 @@ format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: setup ## run the benchmarks (prints ratios; not part of the test suite)
-	$(BIN)/python -m benchmarks
+BENCH_DIR ?= benchmarks/out
+BENCH_EVENTS ?= 200000
+BENCH_ROWS ?= 200000
+
+bench: setup ## run the benchmarks small (prints ratios; not part of the suite); BENCH_EVENTS=1000000 for the README figures
+	$(BIN)/python -m benchmarks pipeline --events $(BENCH_EVENTS) --workdir $(BENCH_DIR)/pipeline
+	$(BIN)/python -m benchmarks replay --lake $(BENCH_DIR)/pipeline/lake
+	$(BIN)/python -m benchmarks asof --rows $(BENCH_ROWS) --workdir $(BENCH_DIR)/asof
 
 clean-work: ## remove the demo work dir
 	rm -rf work

@@ -1,9 +1,19 @@
-"""``python -m benchmarks [NAME] [--events N]``: run the benchmarks (``make bench``)."""
+"""``python -m benchmarks [pipeline|replay|asof] ARGS``: run one benchmark (``make bench`` runs them small).
+
+Each prints its figures and the ratio against a baseline run in the same process.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
-from benchmarks.pipeline_throughput import main
+BENCHMARKS = {
+    "pipeline": "benchmarks.pipeline_throughput",
+    "replay": "benchmarks.replay_cost",
+    "asof": "benchmarks.asof_latency",
+}
 
-raise SystemExit(main(sys.argv[1:]))
+args = sys.argv[1:]
+name = args.pop(0) if args and args[0] in BENCHMARKS else "pipeline"
+raise SystemExit(importlib.import_module(BENCHMARKS[name]).main(args))
