@@ -26,7 +26,8 @@ from typing import Any, Final
 
 from lakehouse.errors import UsageError, VersionGoneError
 from lakehouse.expressions import Expr, parse_where
-from workloads.asof.knowledge import Timeline, timeline, utc
+from ledger.clock import utc
+from workloads.asof.knowledge import Timeline, timeline
 from workloads.asof.readers import Reader, Scope, jsonable
 
 LIFECYCLE: Final[frozenset[str]] = frozenset({"status", "superseded_at", "superseded_by", "supersede_reason"})

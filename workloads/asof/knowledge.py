@@ -29,18 +29,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ledger import LedgerRecord
+from ledger.clock import utc
 from ledger.entries import Publication, Rollback, RunFinished, RunStarted
 
 BUILD, PUBLICATION, ROLLBACK = "build", "publication", "rollback"
-
-
-def utc(moment: datetime) -> datetime:
-    """An aware UTC datetime (naive values in the lakehouse are UTC)."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 @dataclass(frozen=True)

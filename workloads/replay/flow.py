@@ -148,17 +148,13 @@ def setup_replay(registry: TableRegistry, plan: CorrectionPlan, catalog: EngineC
 # -- input size estimate ----------------------------------------------------------------------------
 
 
-InputSize = TableSize
-"""Files, bytes and rows a replay reads (summed over its pinned inputs)."""
-
-
-def input_size(registry: TableRegistry, setup: Setup) -> InputSize:
+def input_size(registry: TableRegistry, setup: Setup) -> TableSize:
     """What the replay reads: Silver in the event range, the whole answer table, Bronze feeds.
 
     Bytes and files count every pinned input; rows count the Silver events (the engines' input).
     """
     months = sc.month_bounds(setup.bounds)
-    total = InputSize(0, 0, 0)
+    total = TableSize(0, 0, 0)
     for name, version in sorted(setup.pins.items()):
         table = registry.get(name)
         silver = name == SILVER
@@ -166,11 +162,11 @@ def input_size(registry: TableRegistry, setup: Setup) -> InputSize:
         size = table.size_at(
             version, partition="event_month" if silver else None, first=first, last=last, count_rows=silver
         )
-        total = InputSize(total.files + size.files, total.bytes + size.bytes, total.rows + size.rows)
+        total = TableSize(total.files + size.files, total.bytes + size.bytes, total.rows + size.rows)
     return total
 
 
-def check_budget(plan: CorrectionPlan, size: InputSize) -> None:
+def check_budget(plan: CorrectionPlan, size: TableSize) -> None:
     """Refuse a replay whose estimated read exceeds the plan's I/O cap."""
     cap = plan.operations.max_bytes_read
     if size.bytes > cap:
@@ -310,7 +306,7 @@ def _ids(df: DataFrame, condition: Any = None) -> tuple[int, tuple[str, ...]]:
 
 
 def describe_scope(
-    registry: TableRegistry, setup: Setup, analysis: Analysis, size: InputSize
+    registry: TableRegistry, setup: Setup, analysis: Analysis, size: TableSize
 ) -> sc.ReplayScope:
     """The :class:`ReplayScope` of an analysis (a handful of small Spark jobs)."""
     from pyspark.sql import functions as F
@@ -803,7 +799,7 @@ def _build_and_evaluate(
     setup: Setup,
     table: Table,
     writer: LedgerWriter,
-    size: InputSize,
+    size: TableSize,
     built_at: datetime,
     chosen: FailPoint | None,
     rebuild: bool,
@@ -931,7 +927,6 @@ def _build_and_evaluate(
 __all__ = [
     "PUBLISH_COMMAND",
     "Analysis",
-    "InputSize",
     "ReplayOutcome",
     "Setup",
     "analyse",
