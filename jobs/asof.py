@@ -4,7 +4,8 @@ Two independent routes answer and are compared: the bitemporal columns plus the 
 and the format's time travel to the version the ledger says was published at T. A
 disagreement is printed loudly with the first differing key and exits 7. With
 ``--reader pyiceberg`` no JVM starts: Iceberg tables are read with pyiceberg and Delta
-tables (the ledger, by default) with deltalake.
+tables (the ledger, by default) with deltalake. A one-entity question on
+gold.correlations reads its entity index (``--no-index``: the table itself).
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="spark",
         help="spark (default) or pyiceberg: no JVM (pyiceberg for Iceberg, deltalake for Delta tables)",
     )
+    parser.add_argument(
+        "--no-index",
+        action="store_true",
+        help="read gold.correlations itself, every file, instead of its entity index (a cross-check)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
@@ -52,7 +58,9 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     if args.history:
         if not args.entity:
             raise UsageError("--history needs --entity ID")
-        story = entity_history(reader, args.table, args.entity, known_tables=known)
+        story = entity_history(
+            reader, args.table, args.entity, known_tables=known, use_index=not args.no_index
+        )
         return Outcome(data=story.to_dict(), lines=story.lines())
     if not args.at:
         raise UsageError("asof needs --at TIMESTAMP (ISO-8601 with a time zone), or --history --entity ID")
@@ -63,6 +71,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         known_tables=known,
         entity=args.entity,
         where=args.where,
+        use_index=not args.no_index,
     )
     if answer.routes_agree is False:
         print(

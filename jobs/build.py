@@ -53,6 +53,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         lines.append(
             f"correlations ({c.engine}): {c.inserted} new, {c.updated} updated, {c.unchanged} unchanged"
         )
+    if gold.entity_index is not None:
+        lines.append(gold.entity_index.line())
     return Outcome(data=gold.as_dict(), lines=lines)
 
 

@@ -28,7 +28,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         f"rolled back run {result.run_id}: {result.table} restored to the content of version "
         f"{result.to_version} (was {result.from_version}) as new version {result.new_version}"
     )
-    return Outcome(data=result.to_dict(), lines=[line])
+    lines = [line] + ([result.entity_index.line()] if result.entity_index is not None else [])
+    return Outcome(data=result.to_dict(), lines=lines)
 
 
 if __name__ == "__main__":

@@ -95,6 +95,13 @@ class DataQualityError(LakehouseError):
     exit_code = 4
 
 
+class IndexMismatchError(LakehouseError):
+    """A derived index does not mirror the table it was built from; it was not recorded."""
+
+    code = "index_mismatch"
+    exit_code = 4
+
+
 class ConservationError(LakehouseError):
     """Records were lost or invented between zones."""
 

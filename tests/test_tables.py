@@ -89,6 +89,17 @@ def test_overwrite_partitions_replaces_only_partitions_present(table: Table, spa
     assert rows(table) == [(3, "b", 30), (9, "a", 90)]
 
 
+def test_replace_empties_partitions_absent_from_the_data_in_one_commit(
+    table: Table, spark_session: Any
+) -> None:
+    table.append(frame(spark_session, [(1, "a", 10), (2, "b", 20)]), run_id="run-1")
+    before = len(table.history())
+    table.replace(frame(spark_session, [(3, "c", 30), (4, "c", 40)]), run_id="run-replace")
+    assert rows(table) == [(3, "c", 30), (4, "c", 40)]
+    assert len(table.history()) == before + 1
+    assert table.history()[-1].run_id == "run-replace"
+
+
 def test_writes_align_columns_and_refuse_schema_mismatch(table: Table, spark_session: Any) -> None:
     reordered = frame(spark_session, [(1, "a", 10)]).select("value", "part", "id")
     table.append(reordered)

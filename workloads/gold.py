@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lakehouse.tables import Table, TableRegistry
+    from workloads.entity_index import IndexRefresh
 
 SILVER: Final = "silver.events"
 ENTITY_DAILY: Final = "gold.entity_daily"
@@ -257,6 +258,8 @@ class GoldReport:
     months_rewritten: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Table -> the ``month`` partitions replaced or emptied."""
     correlations: CorrelationWrite | None = None
+    entity_index: IndexRefresh | None = None
+    """The rebuild of the correlation store's entity index that followed (run_gold)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values, for ``--json`` output and the ledger."""

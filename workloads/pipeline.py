@@ -9,6 +9,7 @@ these; the builds themselves (``workloads.ingest``, ``workloads.silver``,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from lakehouse.tables import TableRegistry
 from ledger import Clock, Ledger
 from workloads.engines import correlation, entity_resolution
+from workloads.entity_index import refresh_entity_index
 from workloads.generator import FEEDS, LatenessRule
 from workloads.gold import GoldReport, build_gold
 from workloads.ingest import IngestReport, ingest_feed
@@ -122,4 +124,4 @@ def run_gold(
         if report.correlations is not None:
             log.counts["correlations_inserted"] = report.correlations.inserted
             log.counts["correlations_updated"] = report.correlations.updated
-    return report
+    return replace(report, entity_index=refresh_entity_index(registry, ledger, clock))

@@ -222,6 +222,9 @@ class Table(ABC):
     ) -> None: ...
 
     @abstractmethod
+    def _replace(self, df: DataFrame, meta: Mapping[str, str]) -> None: ...
+
+    @abstractmethod
     def _merge(
         self,
         df: DataFrame,
@@ -255,6 +258,18 @@ class Table(ABC):
         """Replace exactly the partitions present in ``df`` (the whole table if unpartitioned)."""
         self._refuse_in_bronze("overwrite")
         self._overwrite_partitions(self._prepare(df), commit_metadata(run_id, metadata), candidate)
+
+    def replace(
+        self,
+        df: DataFrame,
+        *,
+        run_id: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        """Replace the whole table's content with ``df`` in one commit (partitions absent from
+        ``df`` are emptied). For derived tables rebuilt from their source, such as projections."""
+        self._refuse_in_bronze("replace")
+        self._replace(self._prepare(df), commit_metadata(run_id, metadata))
 
     def merge(
         self,

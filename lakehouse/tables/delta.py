@@ -154,6 +154,18 @@ class DeltaLakeTable(Table):
             writer = writer.option("partitionOverwriteMode", "dynamic")
         writer.save(target)
 
+    def _replace(self, df: DataFrame, meta: Mapping[str, str]) -> None:
+        # one task per partition value, so each partition is written as one sorted file
+        spread = df.repartition(*self.spec.partition_by) if self.spec.partition_by else df
+        (
+            self._sorted(spread)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("partitionOverwriteMode", "static")
+            .option("userMetadata", metadata_context_json(meta))
+            .save(self._target(None))
+        )
+
     def _merge(
         self,
         df: DataFrame,

@@ -128,6 +128,11 @@ class IcebergTable(Table):
         target = self._target(candidate)
         df.writeTo(target).options(**_snapshot_options(meta)).overwritePartitions()
 
+    def _replace(self, df: DataFrame, meta: Mapping[str, str]) -> None:
+        from pyspark.sql import functions as F
+
+        df.writeTo(self._target(None)).options(**_snapshot_options(meta)).overwrite(F.lit(True))
+
     def _merge(
         self,
         df: DataFrame,

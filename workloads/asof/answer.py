@@ -26,9 +26,11 @@ from typing import Any, Final
 
 from lakehouse.errors import UsageError, VersionGoneError
 from lakehouse.expressions import Expr, parse_where
+from ledger import LedgerRecord
 from ledger.clock import utc
 from workloads.asof.knowledge import Timeline, timeline
 from workloads.asof.readers import Reader, Scope, jsonable
+from workloads.entity_index import INDEX, SOURCE, IndexVersion, bucket_of, index_versions, mirror_of
 
 LIFECYCLE: Final[frozenset[str]] = frozenset({"status", "superseded_at", "superseded_by", "supersede_reason"})
 """Columns that change after a row is written (so they are not compared across routes)."""
@@ -39,6 +41,9 @@ ENTITY_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
 }
 DEFAULT_ENTITY_COLUMNS: Final = ("entity_id",)
 ROUTES_DISAGREE_EXIT: Final = 7
+INDEXES: Final[dict[str, str]] = {SOURCE: INDEX}
+"""Tables with an entity index (:mod:`workloads.entity_index`) that one-entity questions read."""
+INDEX_ONLY: Final[frozenset[str]] = frozenset({"entity_id", "entity_bucket"})
 
 
 def key_columns(columns: Sequence[str]) -> tuple[str, ...]:
@@ -150,7 +155,7 @@ def _short(value: Any) -> str:
 
 def check_table(reader: Reader, table: str, known: Sequence[str]) -> dict[str, str]:
     """Refuse anything but a configured Gold table; return its filterable columns."""
-    gold = sorted(name for name in known if name.startswith("gold."))
+    gold = sorted(name for name in known if name.startswith("gold.") and name not in INDEXES.values())
     if table not in gold:
         raise UsageError(f"asof answers for Gold tables only; {table!r} is not one of: {', '.join(gold)}")
     return reader.columns(table)
@@ -196,7 +201,59 @@ def _with_provenance(row: dict[str, Any], known: Timeline, at: datetime) -> dict
     return result
 
 
-def route_a(reader: Reader, table: str, scope: Scope, known: Timeline, at: datetime) -> Route:
+@dataclass(frozen=True)
+class EntityIndex:
+    """A table's entity index and the store versions each of its versions provably mirrors."""
+
+    table: str
+    source: str
+    versions: tuple[IndexVersion, ...]
+
+    @classmethod
+    def of(cls, table: str, records: Sequence[LedgerRecord], entity: str | None) -> EntityIndex | None:
+        """The index to read for a one-entity question on ``table``, if it has one."""
+        if entity is None or table not in INDEXES:
+            return None
+        return cls(INDEXES[table], table, index_versions(records))
+
+    def version_for(self, source_version: int | None) -> IndexVersion | None:
+        return mirror_of(self.versions, source_version) if source_version is not None else None
+
+    def scope(self, scope: Scope, mirror: IndexVersion) -> Scope:
+        """``scope`` as the index answers it: one entity column, one bucket."""
+        assert scope.entity is not None
+        bucket = (("entity_bucket", bucket_of(scope.entity, mirror.buckets)),)
+        return Scope(scope.entity, ("entity_id",), scope.where, scope.known_at, bucket)
+
+    def read(
+        self, reader: Reader, scope: Scope, mirror: IndexVersion, version: int | None
+    ) -> list[dict[str, Any]]:
+        rows = reader.rows(self.table, self.scope(scope, mirror), version=version)
+        return [{k: v for k, v in row.items() if k not in INDEX_ONLY} for row in rows]
+
+    def via(self, mirror: IndexVersion) -> str:
+        mirrored = f"{self.source}@{mirror.source_version}"
+        return f"read through {self.table}@{mirror.index_version} (mirrors {mirrored})"
+
+
+def read_current(
+    reader: Reader, table: str, scope: Scope, index: EntityIndex | None
+) -> tuple[list[dict[str, Any]], str]:
+    """The table's current rows in ``scope``, through its entity index when that mirrors the
+    current version; with a note saying which was read."""
+    if index is not None:
+        current = reader.current_version(table)
+        mirror = index.version_for(current)
+        if mirror is not None and reader.current_version(index.table) == mirror.index_version:
+            return index.read(reader, scope, mirror, None), index.via(mirror)
+        stale = f"{index.table} does not mirror {table}@{current} (no rebuild recorded since)"
+        return reader.rows(table, scope), f"{stale}; read {table} itself"
+    return reader.rows(table, scope), ""
+
+
+def route_a(
+    reader: Reader, table: str, scope: Scope, known: Timeline, at: datetime, index: EntityIndex | None = None
+) -> Route:
     """Bitemporal columns plus the ledger's run visibility."""
     rolled = known.rolled_back_at(at)
     if rolled is not None:
@@ -209,7 +266,9 @@ def route_a(reader: Reader, table: str, scope: Scope, known: Timeline, at: datet
                 f"bitemporal columns cannot reconstruct T"
             ),
         )
-    candidates = reader.rows(table, Scope(scope.entity, scope.entity_columns, scope.where, known_at=at))
+    candidates, via = read_current(
+        reader, table, Scope(scope.entity, scope.entity_columns, scope.where, known_at=at), index
+    )
     rows, unaccounted = [], 0
     for row in candidates:
         visible = known.visible_from(str(row.get("run_id")))
@@ -217,21 +276,42 @@ def route_a(reader: Reader, table: str, scope: Scope, known: Timeline, at: datet
             unaccounted += 1
         elif visible <= at:
             rows.append(row)
-    note = f"{unaccounted} rows written by runs the ledger does not know were left out" if unaccounted else ""
-    return Route("a", True, tuple(rows), reader.current_version(table), note)
+    notes = [via] if via else []
+    if unaccounted:
+        notes.append(f"{unaccounted} rows written by runs the ledger does not know were left out")
+    return Route("a", True, tuple(rows), reader.current_version(table), "; ".join(notes))
+
+
+def _published_rows(
+    reader: Reader, table: str, scope: Scope, version: int, index: EntityIndex | None
+) -> tuple[list[dict[str, Any]], str]:
+    """Rows in ``scope`` of the published ``version``: through the index version that mirrors
+    it when there is one and it is still readable, else the table's own time travel."""
+    plain = Scope(scope.entity, scope.entity_columns, scope.where)
+    mirror = index.version_for(version) if index is not None else None
+    if index is not None and mirror is not None:
+        try:
+            return index.read(reader, plain, mirror, mirror.index_version), index.via(mirror)
+        except VersionGoneError:
+            pass  # the index's history was expired: the table's own may still be there
+    return reader.rows(table, plain, version=version), ""
 
 
 def route_b(
-    reader: Reader, table: str, scope: Scope, known: Timeline, at: datetime, bitemporal: bool
+    reader: Reader,
+    table: str,
+    scope: Scope,
+    known: Timeline,
+    at: datetime,
+    bitemporal: bool,
+    index: EntityIndex | None = None,
 ) -> Route:
     """The published version at T, through the format's time travel."""
     epoch = known.serving_at(at)
     if epoch is None:
         return Route("b", True, (), None, "no version of the table was published yet")
     try:
-        rows = reader.rows(
-            table, Scope(scope.entity, scope.entity_columns, scope.where), version=epoch.version
-        )
+        rows, via = _published_rows(reader, table, scope, epoch.version, index)
     except VersionGoneError as exc:
         return Route(
             "b",
@@ -244,7 +324,8 @@ def route_b(
         )
     if bitemporal:
         rows = [r for r in rows if r.get("status") in CURRENT]
-    return Route("b", True, tuple(rows), epoch.version, f"{epoch.kind} of run {epoch.run_id}")
+    what = f"{epoch.kind} of run {epoch.run_id}"
+    return Route("b", True, tuple(rows), epoch.version, f"{what}; {via}" if via else what)
 
 
 def asof(
@@ -255,19 +336,26 @@ def asof(
     known_tables: Sequence[str],
     entity: str | None = None,
     where: str | None = None,
+    use_index: bool = True,
 ) -> AsOfAnswer:
-    """Answer "what did the system know about ``table`` (``entity``) at ``at``?" by both routes."""
+    """Answer "what did the system know about ``table`` (``entity``) at ``at``?" by both routes.
+
+    A one-entity question on a table with an entity index reads the index versions that
+    mirror the versions asked about (``use_index=False``: the table itself, every file).
+    """
     moment = utc(at)
     columns = check_table(reader, table, known_tables)
     expr: Expr | None = parse_where(where, columns) if where else None
     bitemporal = set(columns) >= BITEMPORAL
     entity_columns = ENTITY_COLUMNS.get(table, DEFAULT_ENTITY_COLUMNS)
     scope = Scope(entity, entity_columns if entity is not None else (), expr)
-    known = timeline(reader.ledger_records(), table)
-    b = route_b(reader, table, scope, known, moment, bitemporal)
+    records = reader.ledger_records()
+    known = timeline(records, table)
+    index = EntityIndex.of(table, records, entity) if use_index else None
+    b = route_b(reader, table, scope, known, moment, bitemporal, index)
     notes: list[str] = []
     if bitemporal:
-        a = route_a(reader, table, scope, known, moment)
+        a = route_a(reader, table, scope, known, moment, index)
     else:
         a = Route("a", False, note=f"{table} keeps no knowledge-time columns; only route (b) can answer")
     keys = key_columns(list(columns))
@@ -332,13 +420,19 @@ class EntityHistory:
         return out
 
 
-def entity_history(reader: Reader, table: str, entity: str, *, known_tables: Sequence[str]) -> EntityHistory:
+def entity_history(
+    reader: Reader, table: str, entity: str, *, known_tables: Sequence[str], use_index: bool = True
+) -> EntityHistory:
     """The ``--history`` answer: each row version of the entity, when it became known and why it ended."""
     columns = check_table(reader, table, known_tables)
     if not set(columns) >= BITEMPORAL:
         raise UsageError(f"{table} keeps no knowledge-time columns; --history needs gold.correlations")
-    known = timeline(reader.ledger_records(), table)
-    rows = reader.rows(table, Scope(entity, ENTITY_COLUMNS.get(table, DEFAULT_ENTITY_COLUMNS)))
+    records = reader.ledger_records()
+    known = timeline(records, table)
+    index = EntityIndex.of(table, records, entity) if use_index else None
+    rows, _ = read_current(
+        reader, table, Scope(entity, ENTITY_COLUMNS.get(table, DEFAULT_ENTITY_COLUMNS)), index
+    )
     versions = []
     for row in rows:
         facts = known.runs.get(str(row.get("run_id")))

@@ -56,10 +56,12 @@ class Scope:
     where: Expr | None = None
     known_at: datetime | None = None
     """Only rows recorded at or before this instant and not superseded by then."""
+    fixed: tuple[tuple[str, int], ...] = ()
+    """Integer columns pinned to one value (an index's bucket), so the files are pruned."""
 
     def expr(self) -> Expr | None:
         """The whole scope as one filter expression (values bound, never spliced into SQL)."""
-        parts: list[Expr] = []
+        parts: list[Expr] = [Comparison(column, "=", value, "int") for column, value in self.fixed]
         if self.entity is not None:
             equal: list[Expr] = [Comparison(c, "=", self.entity, "string") for c in self.entity_columns]
             parts.append(equal[0] if len(equal) == 1 else Or(tuple(equal)))
@@ -258,7 +260,7 @@ class PythonReader:
         if spec.format is TableFormat.ICEBERG:
             found = self._iceberg_rows(spec, scope, version)
         else:
-            found = self._delta_rows(spec, version)
+            found = self._delta_rows(spec, scope, version)
         return [row for row in (plain_row(r) for r in found) if in_scope(row, scope)]
 
     def _iceberg_rows(self, spec: TableSpec, scope: Scope, version: int | None) -> list[dict[str, Any]]:
@@ -275,16 +277,39 @@ class PythonReader:
         except FileNotFoundError as exc:
             raise VersionGoneError(f"{spec.name} snapshot {version}: its files are gone") from exc
 
-    def _delta_rows(self, spec: TableSpec, version: int | None) -> list[dict[str, Any]]:
+    def _delta_rows(self, spec: TableSpec, scope: Scope, version: int | None) -> list[dict[str, Any]]:
         from deltalake import DeltaTable
 
         try:
             handle = DeltaTable(self._delta_path(spec), version=version)
-            return list(handle.to_pyarrow_table().to_pylist())
+            dataset = handle.to_pyarrow_dataset()
+            prefilter = _equalities(scope.expr())
+            table = dataset.to_table(filter=prefilter) if prefilter is not None else dataset.to_table()
+            return list(table.to_pylist())
         except Exception as exc:
             if version is not None and _gone(exc):
                 raise VersionGoneError(f"{spec.name} version {version} is no longer readable") from exc
             raise
+
+
+def _equalities(expr: Expr | None) -> Any:
+    """The top-level ``column = value`` conjuncts of ``expr`` (string and int columns) as a
+    pyarrow filter: a sound pre-filter that prunes partitions and row groups; the whole
+    scope is still applied to what it lets through."""
+    import pyarrow.compute as pc
+
+    conjuncts = expr.operands if isinstance(expr, And) else (expr,) if expr is not None else ()
+    equal = [
+        pc.field(c.column) == c.value
+        for c in conjuncts
+        if isinstance(c, Comparison) and c.op == "=" and c.column_type in ("string", "int")
+    ]
+    if not equal:
+        return None
+    combined = equal[0]
+    for more in equal[1:]:
+        combined = combined & more
+    return combined
 
 
 def jsonable(value: Any) -> Any:

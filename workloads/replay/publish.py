@@ -52,7 +52,8 @@ from ledger.clock import Clock, utc
 from ledger.entries import Approval, Notification, Publication, Rollback, RunStarted, Supersession
 from ledger.identity import InputRead
 from ledger.reader import LedgerReader
-from workloads import outbox
+from workloads import entity_index, outbox
+from workloads.entity_index import IndexRefresh, refresh_entity_index
 from workloads.plan import Purpose
 from workloads.replay import candidate as cand
 from workloads.replay.faults import FailPoint, fail_point, maybe_fail
@@ -231,6 +232,8 @@ class PublishResult:
     """Every notification of this run in the outbox (one per consumer)."""
     notifications_written: int
     """How many of them this call wrote (0 on a rerun)."""
+    entity_index: IndexRefresh | None = None
+    """The rebuild of the table's entity index that followed, if it has one."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -245,6 +248,8 @@ class PublishResult:
         ]
         out += [f"  {s['count']} {s['status']}: {s['reason']}" for s in self.supersessions]
         out += [f"  notified {n['consumer']} (key {n['idempotency_key']})" for n in self.notifications]
+        if self.entity_index is not None:
+            out.append(f"  {self.entity_index.line()}")
         return out
 
 
@@ -331,6 +336,7 @@ def publish(
         supersessions=supersessions,
         notifications=tuple(m.to_dict() for m in messages),
         notifications_written=written,
+        entity_index=_refresh_index(registry, state.table, ledger, clock),
     )
 
 
@@ -593,6 +599,7 @@ class RollbackResult:
     to_version: int
     new_version: int
     reason: str
+    entity_index: IndexRefresh | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -631,7 +638,8 @@ def rollback(registry: TableRegistry, run_id: str, *, clock: Clock, reason: str 
         )
     text = reason or f"rollback of run {run_id} (plan {state.plan.plan})"
     new_version = table.rollback(previous, run_id=run_id)
-    open_ledger(registry, clock=clock).writer.append(
+    ledger = open_ledger(registry, clock=clock)
+    ledger.writer.append(
         Rollback(
             run_id=run_id,
             table=state.table,
@@ -641,4 +649,10 @@ def rollback(registry: TableRegistry, run_id: str, *, clock: Clock, reason: str 
             reason=text,
         )
     )
-    return RollbackResult(run_id, state.table, published, previous, new_version, text)
+    index = _refresh_index(registry, state.table, ledger, clock)
+    return RollbackResult(run_id, state.table, published, previous, new_version, text, index)
+
+
+def _refresh_index(registry: TableRegistry, table: str, ledger: Ledger, clock: Clock) -> IndexRefresh | None:
+    """Rebuild the entity index of a table whose serving version just changed (if it has one)."""
+    return refresh_entity_index(registry, ledger, clock) if table == entity_index.SOURCE else None
