@@ -27,6 +27,7 @@ from workloads.entity_index import (
     INDEX,
     bucket_column,
     bucket_of,
+    buckets_for,
     index_versions,
     project,
     refresh_entity_index,
@@ -62,7 +63,7 @@ def test_refresh_mirrors_the_store_and_records_which_version(lakehouse: Any) -> 
     gold = built(lakehouse, clock)
     ledger = open_ledger(lakehouse.registry, clock=clock)
 
-    done = refresh_entity_index(lakehouse.registry, ledger, clock)
+    done = refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32)
     assert done.status == "rebuilt"
     assert done.source_version == gold.current_version()
     index = lakehouse.registry.get(INDEX)
@@ -83,9 +84,21 @@ def test_refresh_mirrors_the_store_and_records_which_version(lakehouse: Any) -> 
         index.current_version(),
         32,
     )
-    again = refresh_entity_index(lakehouse.registry, ledger, clock)
+    again = refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32)
     assert again.status == "current", "nothing changed: no rebuild, no ledger entry"
     assert len(index_versions(ledger.reader.records())) == 1
+
+
+def test_small_stores_get_few_buckets_large_ones_at_most_32() -> None:
+    assert [buckets_for(n) for n in (0, 1, 250_000, 250_001, 2_000_000, 8_000_000, 10**9)] == [
+        1,
+        1,
+        1,
+        2,
+        8,
+        32,
+        32,
+    ]
 
 
 def test_a_wrong_index_is_refused_before_it_is_recorded(lakehouse: Any) -> None:
@@ -180,7 +193,7 @@ def test_a_lookup_plans_one_bucket_of_the_index(lakehouse: Any, table_format: An
     clock = FixedClock(START, step=timedelta(seconds=1))
     built(lakehouse, clock)
     ledger = open_ledger(lakehouse.registry, clock=clock)
-    refresh_entity_index(lakehouse.registry, ledger, clock)
+    refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32)
     config = lakehouse.config
     bucket = bucket_of(ANN, 32)
     if table_format is TableFormat.ICEBERG:

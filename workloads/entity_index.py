@@ -5,7 +5,7 @@ so an entity's correlations are spread over most months, and ``entity_a = X or
 entity_b = X`` cannot be pruned by min/max statistics on either column: a one-entity
 question read nearly every data file. ``gold.correlations_by_entity`` holds every row
 version of the store twice, once under each of its entities (``entity_id``), partitioned
-by ``entity_bucket`` (CRC-32 of the id modulo :data:`BUCKETS`) and sorted by
+by ``entity_bucket`` (CRC-32 of the id modulo :func:`buckets_for`) and sorted by
 ``(entity_id, recorded_at)``, with small row groups. A lookup for one entity plans one
 bucket's files and decodes only the row groups holding that entity, however many
 restatements the store has been through.
@@ -48,11 +48,20 @@ if TYPE_CHECKING:
 
 SOURCE: Final = "gold.correlations"
 INDEX: Final = "gold.correlations_by_entity"
-BUCKETS: Final = 32
+MAX_BUCKETS: Final = 32
 """One bucket of 32 is ~3% of the index's files: under the 5% a one-entity lookup may read."""
+INDEX_ROWS_PER_BUCKET: Final = 500_000
+"""A bucket is one file: below this many index rows a smaller store gets fewer, larger files."""
 COMMAND: Final = f"index {SOURCE}"
 PURPOSE: Final = "index"
 ENTITY_SIDES: Final = ("entity_a", "entity_b")
+
+
+def buckets_for(source_rows: int) -> int:
+    """How many buckets an index of a store with ``source_rows`` rows gets: about
+    :data:`INDEX_ROWS_PER_BUCKET` index rows each, at most :data:`MAX_BUCKETS` (a function of
+    the pinned store version alone, so a rebuild is deterministic; recorded per index version)."""
+    return max(1, min(MAX_BUCKETS, -(-2 * source_rows // INDEX_ROWS_PER_BUCKET)))
 
 
 def bucket_of(entity: str, buckets: int) -> int:
@@ -188,11 +197,12 @@ def verify_index(source: DataFrame, index: DataFrame, buckets: int) -> int:
 
 
 def refresh_entity_index(
-    registry: TableRegistry, ledger: Ledger, clock: Clock, *, buckets: int = BUCKETS
+    registry: TableRegistry, ledger: Ledger, clock: Clock, *, buckets: int | None = None
 ) -> IndexRefresh:
     """Make the index mirror the store's current version (a recorded, verified rebuild), or
     do nothing when it already does. Safe to call after every write; a crash leaves the
-    ledger naming the previous mirror, and the next call rebuilds."""
+    ledger naming the previous mirror, and the next call rebuilds. ``buckets``: by default
+    :func:`buckets_for` the store's size."""
     source = registry.get(SOURCE)
     version = source.current_version() if source.exists() else None
     if version is None:
@@ -202,6 +212,8 @@ def refresh_entity_index(
     if latest is not None and index.exists() and index.current_version() == latest.index_version:
         return IndexRefresh("current", version, latest.index_version, run_id=latest.run_id)
     index.create(if_not_exists=True)
+    pinned = source.read(version)
+    buckets = buckets or buckets_for(pinned.count())
     run_id = new_run_id("index", clock.now(), salt=version)
     with recorded_run(
         ledger,
@@ -211,7 +223,6 @@ def refresh_entity_index(
         inputs={SOURCE: version},
         parameters={"buckets": buckets},
     ) as log:
-        pinned = source.read(version)
         index.replace(
             project(pinned, buckets), run_id=run_id, metadata={"lakehouse.index-of": f"{SOURCE}@{version}"}
         )
@@ -224,13 +235,15 @@ def refresh_entity_index(
 
 
 __all__ = [
-    "BUCKETS",
     "INDEX",
+    "INDEX_ROWS_PER_BUCKET",
+    "MAX_BUCKETS",
     "SOURCE",
     "IndexRefresh",
     "IndexVersion",
     "bucket_column",
     "bucket_of",
+    "buckets_for",
     "index_versions",
     "mirror_of",
     "project",
