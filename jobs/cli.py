@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "rollback": "jobs.rollback",
     "engines": "jobs.engines",
     "asof": "jobs.asof",
+    "reindex": "jobs.reindex",
     "ledger": "jobs.ledger_job",
     "tables": "jobs.tables",
     "submit-args": "jobs.submit_args",

@@ -20,14 +20,16 @@ from lakehouse.config import TableFormat
 from lakehouse.errors import IndexMismatchError, UsageError
 from ledger import OutputWritten, RunFinished, RunStarted, open_ledger
 from ledger.clock import FixedClock
-from tests.replay_history import ANN, BOB, CAROL, GOLD, PROMO, START
+from tests.replay_history import ANN, BOB, CAROL, EVENTS, GOLD, GOLD_RECORDED, PROMO, START
 from tests.test_asof import built, content, known
 from workloads.asof import PythonReader, SparkReader, asof, entity_history
+from workloads.engines.correlation import correlate_v1
+from workloads.engines.entity_resolution import resolve_v1
 from workloads.entity_index import (
     INDEX,
     bucket_column,
     bucket_of,
-    buckets_for,
+    fingerprint,
     index_versions,
     project,
     refresh_entity_index,
@@ -58,17 +60,87 @@ def test_python_and_spark_agree_on_every_bucket(spark_session: Any) -> None:
     assert len({bucket_of(f"e-{i:09d}", 32) for i in range(200)}) == 32, "ids spread over every bucket"
 
 
-def test_refresh_mirrors_the_store_and_records_which_version(lakehouse: Any) -> None:
+def test_a_wrong_index_is_refused_before_it_is_recorded(spark_session: Any, lakehouse_config: Any) -> None:
+    events = spark_session.createDataFrame(EVENTS, lakehouse_config.tables["silver.events"].schema_ddl)
+    source = correlate_v1(resolve_v1(events), run_id="gold-1", recorded_at=GOLD_RECORDED).cache()
+    columns = source.columns
+    expected = fingerprint(source, columns)
+    good = project(source, 32).cache()
+    assert expected.rows >= 3
+    assert verify_index(expected, columns, good, 32) == 2 * expected.rows
+    with pytest.raises(IndexMismatchError, match="rows for"):
+        verify_index(expected, columns, good.limit(good.count() - 1), 32)
+    changed = good.withColumn("confidence", F.col("confidence") + F.lit(0.001))
+    with pytest.raises(IndexMismatchError, match="checksums differ"):
+        verify_index(expected, columns, changed, 32)
+    misfiled = good.withColumn("entity_bucket", (F.col("entity_bucket") + 1) % 32)
+    with pytest.raises(IndexMismatchError, match="wrong entity or bucket"):
+        verify_index(expected, columns, misfiled, 32)
+    swapped = good.withColumn("entity_id", F.when(F.col("entity_id") == F.col("entity_a"), F.lit("someone")))
+    with pytest.raises(IndexMismatchError, match=f"{2 * expected.rows} rows are filed under a wrong entity"):
+        verify_index(expected, columns, swapped, 32)
+
+
+def planned_files(lakehouse: Any, table_format: Any, bucket: int, entity: str) -> tuple[int, int]:
+    """(index files a one-entity lookup plans, index files in all), as the no-JVM readers prune."""
+    config = lakehouse.config
+    if table_format is TableFormat.ICEBERG:
+        from pyiceberg.expressions import And, EqualTo
+
+        from lakehouse.catalog import iceberg_identifier, open_catalog
+        from lakehouse.tables.registry import table_location, table_spec
+
+        spec = table_spec(config, INDEX, config.tables[INDEX])
+        table = open_catalog(config).load_table(iceberg_identifier(table_location(config, spec)))
+        lookup = And(EqualTo("entity_bucket", bucket), EqualTo("entity_id", entity))
+        return len(list(table.scan(row_filter=lookup).plan_files())), len(list(table.scan().plan_files()))
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    location = urlparse(lakehouse.registry.get(INDEX).location)
+    path = unquote(location.path) if location.scheme == "file" else location.geturl()
+    dataset = DeltaTable(path).to_pyarrow_dataset()
+    lookup = (pc.field("entity_bucket") == bucket) & (pc.field("entity_id") == entity)
+    return len(list(dataset.get_fragments(filter=lookup))), len(list(dataset.get_fragments()))
+
+
+def record_build(ledger: Any, gold: Any, run_id: str) -> None:
+    ledger.writer.append(
+        RunStarted(run_id=run_id, command="build gold", purpose="build"),
+        RunFinished(
+            run_id=run_id, status="ok", outputs={GOLD: OutputWritten(version=gold.current_version())}
+        ),
+    )
+
+
+def same_rows(lakehouse: Any, at: Any, entities: tuple[str, ...], *, via: str) -> None:
+    """Through the index and reading the store itself, both readers give the same answer
+    (Spark for the first two entities: the readers' agreement is checked in test_asof)."""
+    tables = known(lakehouse)
+    spark, python = SparkReader(lakehouse.registry), PythonReader(lakehouse.config)
+    for reader, asked in ((spark, entities[:2]), (python, entities)):
+        for entity in asked:
+            indexed = asof(reader, GOLD, at, known_tables=tables, entity=entity)
+            plain = asof(reader, GOLD, at, known_tables=tables, entity=entity, use_index=False)
+            assert indexed.routes_agree is True, (reader.name, entity, indexed.first_difference)
+            assert content(indexed) == content(plain), (reader.name, at, entity)
+            assert via in indexed.route_a.note, indexed.route_a.note
+            assert "by_entity" not in plain.route_a.note + plain.route_b.note
+
+
+def test_the_index_mirrors_the_store_and_answers_exactly_like_it(lakehouse: Any, table_format: Any) -> None:
     clock = FixedClock(START, step=timedelta(seconds=1))
     gold = built(lakehouse, clock)
     ledger = open_ledger(lakehouse.registry, clock=clock)
-
-    done = refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32)
-    assert done.status == "rebuilt"
-    assert done.source_version == gold.current_version()
     index = lakehouse.registry.get(INDEX)
-    assert done.index_version == index.current_version()
 
+    # rebuilt from the store's version, recorded, and a no-op when nothing changed
+    done = refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32)
+    assert (done.status, done.source_version, done.index_version) == (
+        "rebuilt",
+        gold.current_version(),
+        index.current_version(),
+    )
     store = gold.read().collect()
     rows = index.read().collect()
     assert len(rows) == 2 * len(store) == done.rows
@@ -77,55 +149,29 @@ def test_refresh_mirrors_the_store_and_records_which_version(lakehouse: Any) -> 
         assert row["entity_bucket"] == bucket_of(row["entity_id"], 32)
     under = {(r["correlation_id"], r["entity_id"]) for r in rows}
     assert under == {(r["correlation_id"], side) for r in store for side in (r["entity_a"], r["entity_b"])}
-
     (mirror,) = index_versions(ledger.reader.records())
     assert (mirror.source_version, mirror.index_version, mirror.buckets) == (
         gold.current_version(),
         index.current_version(),
         32,
     )
-    again = refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32)
-    assert again.status == "current", "nothing changed: no rebuild, no ledger entry"
-    assert len(index_versions(ledger.reader.records())) == 1
+    assert refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32).status == "current"
+    assert len(index_versions(ledger.reader.records())) == 1, "no rebuild, no ledger entry"
 
-
-def test_small_stores_get_few_buckets_large_ones_at_most_32() -> None:
-    assert [buckets_for(n) for n in (0, 1, 250_000, 250_001, 2_000_000, 8_000_000, 10**9)] == [
+    # a lookup plans one file: its bucket's
+    assert planned_files(lakehouse, table_format, bucket_of(ANN, 32), ANN) == (
         1,
-        1,
-        1,
-        2,
-        8,
-        32,
-        32,
-    ]
+        len({bucket_of(r["entity_id"], 32) for r in rows}),
+    )
 
-
-def test_a_wrong_index_is_refused_before_it_is_recorded(lakehouse: Any) -> None:
-    clock = FixedClock(START, step=timedelta(seconds=1))
-    gold = built(lakehouse, clock)
-    source = gold.read()
-    good = project(source, 32)
-    assert verify_index(source, good, 32) == 2 * source.count()
-    with pytest.raises(IndexMismatchError, match="rows for"):
-        verify_index(source, good.limit(good.count() - 1), 32)
-    changed = good.withColumn("confidence", F.col("confidence") + F.lit(0.001))
-    with pytest.raises(IndexMismatchError, match="checksums differ"):
-        verify_index(source, changed, 32)
-    misfiled = good.withColumn("entity_bucket", (F.col("entity_bucket") + 1) % 32)
-    with pytest.raises(IndexMismatchError, match="wrong entity or bucket"):
-        verify_index(source, misfiled, 32)
-
-
-def test_one_entity_asof_through_the_index_equals_reading_the_store(
-    lakehouse: Any, table_format: Any
-) -> None:
-    clock = FixedClock(START, step=timedelta(seconds=1))
-    gold = built(lakehouse, clock)
-    ledger = open_ledger(lakehouse.registry, clock=clock)
+    # another bucket count is a rebuild; asof through it answers exactly like the store
     at_build = clock.now()
-    refresh_entity_index(lakehouse.registry, ledger, clock)
-    # a second build: a new row for carol; the index is rebuilt for it
+    assert refresh_entity_index(lakehouse.registry, ledger, clock, buckets=1).status == "rebuilt"
+    same_rows(
+        lakehouse, at_build, (ANN, PROMO, CAROL, "nobody"), via="read through gold.correlations_by_entity"
+    )
+
+    # a write the index has not caught up with (the job died before rebuilding it): not used
     extra = (
         gold.read()
         .where(F.col("entity_b") == CAROL)
@@ -135,93 +181,27 @@ def test_one_entity_asof_through_the_index_equals_reading_the_store(
         .withColumn("recorded_at", F.lit(clock.now()).cast("timestamp"))
     )
     gold.append(lakehouse.spark.createDataFrame(extra.collect(), extra.schema), run_id="gold-2")
-    ledger.writer.append(
-        RunStarted(run_id="gold-2", command="build gold", purpose="build"),
-        RunFinished(
-            run_id="gold-2", status="ok", outputs={GOLD: OutputWritten(version=gold.current_version())}
-        ),
-    )
-    refresh_entity_index(lakehouse.registry, ledger, clock)
-    at_second = clock.now()
-
-    tables = known(lakehouse)
+    record_build(ledger, gold, "gold-2")
+    stale_at = clock.now()
     for reader in (SparkReader(lakehouse.registry), PythonReader(lakehouse.config)):
-        for at in (at_build, at_second):
-            for entity in (ANN, PROMO, BOB, CAROL, "nobody"):
-                indexed = asof(reader, GOLD, at, known_tables=tables, entity=entity)
-                plain = asof(reader, GOLD, at, known_tables=tables, entity=entity, use_index=False)
-                assert indexed.routes_agree is True, (reader.name, entity, indexed.first_difference)
-                assert content(indexed) == content(plain), (reader.name, at, entity)
-                assert "read through gold.correlations_by_entity" in indexed.route_a.note
-                assert "read through gold.correlations_by_entity" in indexed.route_b.note
-                assert "by_entity" not in plain.route_a.note + plain.route_b.note
-        assert "later-1" in {
-            r["correlation_id"] for r in asof(reader, GOLD, at_second, known_tables=tables, entity=CAROL).rows
-        }
-        story = entity_history(reader, GOLD, CAROL, known_tables=tables)
-        assert (
-            story.versions
-            == entity_history(reader, GOLD, CAROL, known_tables=tables, use_index=False).versions
-        )
-    with pytest.raises(UsageError, match="Gold tables only"):
-        asof(SparkReader(lakehouse.registry), INDEX, at_second, known_tables=tables)
-
-
-def test_a_stale_index_is_not_used(lakehouse: Any) -> None:
-    clock = FixedClock(START, step=timedelta(seconds=1))
-    gold = built(lakehouse, clock)
-    ledger = open_ledger(lakehouse.registry, clock=clock)
-    refresh_entity_index(lakehouse.registry, ledger, clock)
-    # a write the index has not caught up with (say the job died before rebuilding it)
-    victim = gold.read().where(F.col("entity_b") == CAROL).limit(1)
-    rows = lakehouse.spark.createDataFrame(victim.collect(), victim.schema)
-    gold.merge(rows.withColumn("confidence", F.lit(0.01)), ["correlation_id", "run_id"], run_id="late")
-    ledger.writer.append(
-        RunStarted(run_id="late", command="build gold", purpose="build"),
-        RunFinished(
-            run_id="late", status="ok", outputs={GOLD: OutputWritten(version=gold.current_version())}
-        ),
-    )
-    for reader in (SparkReader(lakehouse.registry), PythonReader(lakehouse.config)):
-        answer = asof(reader, GOLD, clock.now(), known_tables=known(lakehouse), entity=CAROL)
+        answer = asof(reader, GOLD, stale_at, known_tables=known(lakehouse), entity=CAROL)
         assert "does not mirror" in answer.route_a.note, reader.name
-        assert 0.01 in {r["confidence"] for r in answer.rows}, "the current store is what answers"
+        assert "later-1" in {r["correlation_id"] for r in answer.rows}, "the current store is what answers"
         assert answer.routes_agree is True
 
-
-def test_a_lookup_plans_one_bucket_of_the_index(lakehouse: Any, table_format: Any) -> None:
-    clock = FixedClock(START, step=timedelta(seconds=1))
-    built(lakehouse, clock)
-    ledger = open_ledger(lakehouse.registry, clock=clock)
-    refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32)
-    config = lakehouse.config
-    bucket = bucket_of(ANN, 32)
-    if table_format is TableFormat.ICEBERG:
-        from pyiceberg.expressions import And, EqualTo
-
-        from lakehouse.catalog import iceberg_identifier, open_catalog
-        from lakehouse.tables.registry import table_location, table_spec
-
-        spec = table_spec(config, INDEX, config.tables[INDEX])
-        table = open_catalog(config).load_table(iceberg_identifier(table_location(config, spec)))
-        planned = list(
-            table.scan(
-                row_filter=And(EqualTo("entity_bucket", bucket), EqualTo("entity_id", ANN))
-            ).plan_files()
+    # caught up: both routes read it again, at the new point and at the old one
+    assert refresh_entity_index(lakehouse.registry, ledger, clock).status == "rebuilt"
+    assert index_versions(ledger.reader.records())[-1].buckets == 1, "a tiny store gets one bucket"
+    same_rows(lakehouse, stale_at, (CAROL, BOB), via="read through gold.correlations_by_entity")
+    old = asof(PythonReader(lakehouse.config), GOLD, at_build, known_tables=known(lakehouse), entity=CAROL)
+    assert "read through" in old.route_b.note, "the published version at the build has its own mirror"
+    assert old.routes_agree is True
+    assert "later-1" not in {r["correlation_id"] for r in old.rows}
+    for reader in (SparkReader(lakehouse.registry), PythonReader(lakehouse.config)):
+        story = entity_history(reader, GOLD, CAROL, known_tables=known(lakehouse))
+        assert (
+            story.versions
+            == entity_history(reader, GOLD, CAROL, known_tables=known(lakehouse), use_index=False).versions
         )
-        every = list(table.scan().plan_files())
-    else:
-        import pyarrow.compute as pc
-        from deltalake import DeltaTable
-
-        location = urlparse(lakehouse.registry.get(INDEX).location)
-        path = unquote(location.path) if location.scheme == "file" else location.geturl()
-        dataset = DeltaTable(path).to_pyarrow_dataset()
-        planned = list(
-            dataset.get_fragments(
-                filter=(pc.field("entity_bucket") == bucket) & (pc.field("entity_id") == ANN)
-            )
-        )
-        every = list(dataset.get_fragments())
-    assert len(planned) == 1, "one sorted file per bucket"
-    assert len(every) > 1
+    with pytest.raises(UsageError, match="Gold tables only"):
+        asof(SparkReader(lakehouse.registry), INDEX, stale_at, known_tables=known(lakehouse))

@@ -155,45 +155,53 @@ class IndexRefresh:
         return f"entity index: {SOURCE} has no version yet"
 
 
-def _fingerprint(frame: DataFrame, columns: Sequence[str]) -> tuple[int, int]:
-    """(rows, order-free checksum of ``columns``) in one pass."""
+@dataclass(frozen=True)
+class Fingerprint:
+    """Rows and an order-free checksum of the store's columns (and, for an index, its misfiled rows)."""
+
+    rows: int
+    checksum: int
+    misfiled: int = 0
+
+
+def fingerprint(frame: DataFrame, columns: Sequence[str], buckets: int | None = None) -> Fingerprint:
+    """One pass over ``frame``; with ``buckets`` it is an index and misfiled rows are counted:
+    filed under neither of its entities, in the wrong bucket, or a pair of one entity."""
     from pyspark.sql import functions as F
 
-    row = frame.agg(
+    aggregates = [
         F.count(F.lit(1)).alias("n"),
         F.coalesce(F.sum(F.xxhash64(*columns).cast("decimal(38,0)")), F.lit(0)).alias("h"),
-    ).first()
+    ]
+    if buckets is not None:
+        wrong = (
+            ~F.coalesce(F.col("entity_id").isin(F.col("entity_a"), F.col("entity_b")), F.lit(False))
+            | ~F.col("entity_bucket").eqNullSafe(bucket_column("entity_id", buckets))
+            | F.col("entity_a").eqNullSafe(F.col("entity_b"))
+        )
+        aggregates.append(F.count(F.when(wrong, F.lit(1))).alias("m"))
+    row = frame.agg(*aggregates).first()
     assert row is not None
-    return int(row["n"]), int(row["h"])
+    return Fingerprint(int(row["n"]), int(row["h"]), int(row["m"]) if buckets is not None else 0)
 
 
-def verify_index(source: DataFrame, index: DataFrame, buckets: int) -> int:
-    """Check that ``index`` is exactly the projection of ``source``; return its row count.
-
-    Raises :class:`IndexMismatchError` naming what differs.
-    """
-    from pyspark.sql import functions as F
-
-    columns = list(source.columns)
-    rows, checksum = _fingerprint(source, columns)
-    indexed, indexed_checksum = _fingerprint(index, columns)
-    if indexed != 2 * rows or indexed_checksum != 2 * checksum:
+def verify_index(source: Fingerprint, columns: Sequence[str], index: DataFrame, buckets: int) -> int:
+    """Check that ``index`` is exactly the projection of the store ``source`` fingerprints;
+    return its row count. Raises :class:`IndexMismatchError` naming what differs."""
+    found = fingerprint(index, columns, buckets)
+    if found.rows != 2 * source.rows or found.checksum != 2 * source.checksum:
         raise IndexMismatchError(
-            f"{INDEX} does not mirror {SOURCE}: {indexed} rows for {rows} source rows (expected "
-            f"{2 * rows}), checksums {'match' if indexed_checksum == 2 * checksum else 'differ'}; "
+            f"{INDEX} does not mirror {SOURCE}: {found.rows} rows for {source.rows} source rows "
+            f"(expected {2 * source.rows}), checksums "
+            f"{'match' if found.checksum == 2 * source.checksum else 'differ'}; "
             f"it was not recorded, so asof keeps reading {SOURCE} itself"
         )
-    misfiled = index.where(
-        ~F.col("entity_id").isin(F.col("entity_a"), F.col("entity_b"))
-        | (F.col("entity_bucket") != bucket_column("entity_id", buckets))
-        | (F.col("entity_a") == F.col("entity_b"))
-    ).count()
-    if misfiled:
+    if found.misfiled:
         raise IndexMismatchError(
-            f"{INDEX}: {misfiled} rows are filed under a wrong entity or bucket; "
+            f"{INDEX}: {found.misfiled} rows are filed under a wrong entity or bucket; "
             f"it was not recorded, so asof keeps reading {SOURCE} itself"
         )
-    return indexed
+    return found.rows
 
 
 def refresh_entity_index(
@@ -202,18 +210,21 @@ def refresh_entity_index(
     """Make the index mirror the store's current version (a recorded, verified rebuild), or
     do nothing when it already does. Safe to call after every write; a crash leaves the
     ledger naming the previous mirror, and the next call rebuilds. ``buckets``: by default
-    :func:`buckets_for` the store's size."""
+    :func:`buckets_for` the store's size; a different count than the mirror's forces a rebuild."""
     source = registry.get(SOURCE)
     version = source.current_version() if source.exists() else None
     if version is None:
         return IndexRefresh("no_source")
     index = registry.get(INDEX)
     latest = mirror_of(index_versions(ledger.reader.records()), version)
-    if latest is not None and index.exists() and index.current_version() == latest.index_version:
+    mirrors = latest is not None and index.exists() and index.current_version() == latest.index_version
+    if latest is not None and mirrors and buckets in (None, latest.buckets):
         return IndexRefresh("current", version, latest.index_version, run_id=latest.run_id)
     index.create(if_not_exists=True)
     pinned = source.read(version)
-    buckets = buckets or buckets_for(pinned.count())
+    columns = pinned.columns
+    expected = fingerprint(pinned, columns)
+    buckets = buckets or buckets_for(expected.rows)
     run_id = new_run_id("index", clock.now(), salt=version)
     with recorded_run(
         ledger,
@@ -228,7 +239,7 @@ def refresh_entity_index(
         )
         written = index.current_version()
         assert written is not None
-        rows = verify_index(pinned, index.read(written), buckets)
+        rows = verify_index(expected, columns, index.read(written), buckets)
         log.outputs[INDEX] = written
         log.counts["rows"] = rows
     return IndexRefresh("rebuilt", version, written, rows, run_id)
@@ -239,11 +250,13 @@ __all__ = [
     "INDEX_ROWS_PER_BUCKET",
     "MAX_BUCKETS",
     "SOURCE",
+    "Fingerprint",
     "IndexRefresh",
     "IndexVersion",
     "bucket_column",
     "bucket_of",
     "buckets_for",
+    "fingerprint",
     "index_versions",
     "mirror_of",
     "project",
