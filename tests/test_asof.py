@@ -120,6 +120,9 @@ def test_answers_hold_across_a_replay_and_both_routes_and_readers_agree(
 
     after = asof(spark, GOLD, published.effective_at, known_tables=known(lakehouse), entity=ANN)
     assert after.routes_agree is True
+    assert published.entity_index is not None
+    assert published.entity_index.status == "rebuilt"
+    assert "read through gold.correlations_by_entity" in after.route_a.note, "publish rebuilt the index"
     assert LABEL in {r["engine"] for r in after.rows}
     assert PROMO not in {r["entity_a"] for r in after.rows} | {r["entity_b"] for r in after.rows}
     new = next(r for r in after.rows if r["engine"] == LABEL)
@@ -127,6 +130,8 @@ def test_answers_hold_across_a_replay_and_both_routes_and_readers_agree(
     assert new["provenance"]["published_at"] == published.effective_at.isoformat()
 
     back = rollback(registry, out.run_id, clock=clock)
+    assert back.entity_index is not None
+    assert back.entity_index.source_version == back.new_version
     republished = publish(registry, out.run_id, clock=clock)
     window = asof(spark, GOLD, published.effective_at, known_tables=known(lakehouse), entity=ANN)
     assert window.route_a.available is False
@@ -138,15 +143,17 @@ def test_answers_hold_across_a_replay_and_both_routes_and_readers_agree(
     points = timeline(spark.ledger_records(), GOLD).published_points()
     assert len(points) == 4, "build, publication, rollback, re-publication"
     for point in points:
-        for reader in (spark, python):
-            answer = asof(reader, GOLD, point, known_tables=known(lakehouse))
+        answers = {
+            reader.name: asof(reader, GOLD, point, known_tables=known(lakehouse))
+            for reader in (spark, python)
+        }
+        for name, answer in answers.items():
             if answer.route_a.available:
-                assert answer.routes_agree is True, (reader.name, point, answer.first_difference)
+                assert answer.routes_agree is True, (name, point, answer.first_difference)
             else:
                 assert answer.route_b.available
-        ours = asof(spark, GOLD, point, known_tables=known(lakehouse))
-        theirs = asof(python, GOLD, point, known_tables=known(lakehouse))
-        assert content(ours) == content(theirs), f"pyiceberg/deltalake and Spark readers differ at {point}"
+        ours, theirs = content(answers["spark"]), content(answers["pyiceberg"])
+        assert ours == theirs, f"pyiceberg/deltalake and Spark readers differ at {point}"
 
     story = entity_history(spark, GOLD, PROMO, known_tables=known(lakehouse))
     assert sorted(v["status"] for v in story.versions) == ["retracted", "superseded"]
