@@ -95,13 +95,13 @@ def lookup_shares(config: Any, buckets: int, entity: str) -> tuple[float, float]
 
 def refresh(registry: Any, ledger: Any, clock: Any) -> int:
     """Rebuild the entity index as the product does after a serving change; returns its bucket count."""
-    from workloads.entity_index import index_versions, refresh_entity_index
+    from workloads.entity_index import refresh_entity_index
 
     started = time.monotonic()
     done = refresh_entity_index(registry, ledger, clock)
-    buckets = index_versions(ledger.reader.records())[-1].buckets
-    print(f"  entity index rebuilt: {done.rows} rows in {buckets} buckets, {time.monotonic() - started:.1f}s")
-    return buckets
+    assert done.buckets is not None
+    print(f"  {done.line()}: {time.monotonic() - started:.1f}s")
+    return done.buckets
 
 
 def measure(
@@ -180,12 +180,11 @@ def main(argv: list[str]) -> int:
     ]
     before = measure("before restatements", registry, config, clock.now(), sample, buckets)
 
-    location = table.location
     for k in range(1, args.restatements + 1):
         started = time.monotonic()
         at = clock.now()
         spark.sql(
-            f"UPDATE {location if table.format.value == 'iceberg' else 'delta.`' + location + '`'} "
+            f"UPDATE {table.sql_name} "
             f"SET status = 'superseded', superseded_at = TIMESTAMP '{at.strftime('%Y-%m-%d %H:%M:%S')}', "
             f"superseded_by = correlation_id, supersede_reason = 'bench restatement {k}' "
             f"WHERE status = 'authoritative'"

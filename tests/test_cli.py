@@ -64,6 +64,15 @@ def test_an_invalid_plan_is_refused_with_the_key_before_spark_starts(tmp_path: P
     assert "starting Spark" not in result.stderr
 
 
+def test_reindex_refuses_a_bucket_count_below_one_before_spark_starts() -> None:
+    result = run("reindex", "--buckets", "0")
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "--buckets must be at least 1" in result.stderr
+    assert "starting Spark" not in result.stderr
+
+
 def test_missing_config_is_one_line_and_nonzero(tmp_path: Path) -> None:
     result = run("tables", "--conf", str(tmp_path / "missing.yaml"))
     assert result.returncode == 2

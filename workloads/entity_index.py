@@ -134,6 +134,7 @@ class IndexRefresh:
     index_version: int | None = None
     rows: int = 0
     run_id: str | None = None
+    buckets: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,13 +143,14 @@ class IndexRefresh:
             "index_version": self.index_version,
             "rows": self.rows,
             "run_id": self.run_id,
+            "buckets": self.buckets,
         }
 
     def line(self) -> str:
         if self.status == "rebuilt":
             return (
                 f"entity index {INDEX}@{self.index_version} rebuilt from {SOURCE}@{self.source_version} "
-                f"({self.rows} rows, run {self.run_id})"
+                f"({self.rows} rows in {self.buckets} buckets, run {self.run_id})"
             )
         if self.status == "current":
             return f"entity index {INDEX}@{self.index_version} already mirrors {SOURCE}@{self.source_version}"
@@ -219,7 +221,7 @@ def refresh_entity_index(
     latest = mirror_of(index_versions(ledger.reader.records()), version)
     mirrors = latest is not None and index.exists() and index.current_version() == latest.index_version
     if latest is not None and mirrors and buckets in (None, latest.buckets):
-        return IndexRefresh("current", version, latest.index_version, run_id=latest.run_id)
+        return IndexRefresh("current", version, latest.index_version, 0, latest.run_id, latest.buckets)
     index.create(if_not_exists=True)
     pinned = source.read(version)
     columns = pinned.columns
@@ -242,7 +244,7 @@ def refresh_entity_index(
         rows = verify_index(expected, columns, index.read(written), buckets)
         log.outputs[INDEX] = written
         log.counts["rows"] = rows
-    return IndexRefresh("rebuilt", version, written, rows, run_id)
+    return IndexRefresh("rebuilt", version, written, rows, run_id, buckets)
 
 
 __all__ = [

@@ -194,6 +194,11 @@ class Table(ABC):
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    @abstractmethod
+    def sql_name(self) -> str:
+        """How Spark SQL statements address the table (``delta.`path``` or ``catalog.zone.name``)."""
+
     # -- lifecycle ----------------------------------------------------------------------
 
     @abstractmethod

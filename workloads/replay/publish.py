@@ -52,7 +52,8 @@ from ledger.clock import Clock, utc
 from ledger.entries import Approval, Notification, Publication, Rollback, RunStarted, Supersession
 from ledger.identity import InputRead
 from ledger.reader import LedgerReader
-from workloads import entity_index, outbox
+from workloads import outbox
+from workloads.entity_index import SOURCE as INDEXED_TABLE
 from workloads.entity_index import IndexRefresh, refresh_entity_index
 from workloads.plan import Purpose
 from workloads.replay import candidate as cand
@@ -655,4 +656,4 @@ def rollback(registry: TableRegistry, run_id: str, *, clock: Clock, reason: str 
 
 def _refresh_index(registry: TableRegistry, table: str, ledger: Ledger, clock: Clock) -> IndexRefresh | None:
     """Rebuild the entity index of a table whose serving version just changed (if it has one)."""
-    return refresh_entity_index(registry, ledger, clock) if table == entity_index.SOURCE else None
+    return refresh_entity_index(registry, ledger, clock) if table == INDEXED_TABLE else None
