@@ -85,7 +85,7 @@ def files_share(config: Any, name: str, scope: Any) -> float:
 def lookup_shares(config: Any, buckets: int, entity: str) -> tuple[float, float]:
     """(share of index files a one-entity lookup plans, share of store files it planned without)."""
     from workloads.asof import Scope
-    from workloads.entity_index import INDEX, bucket_of
+    from workloads.gold.entity_index import INDEX, bucket_of
 
     indexed = Scope(entity, ("entity_id",), fixed=(("entity_bucket", bucket_of(entity, buckets)),))
     return files_share(config, INDEX, indexed), files_share(
@@ -95,7 +95,7 @@ def lookup_shares(config: Any, buckets: int, entity: str) -> tuple[float, float]
 
 def refresh(registry: Any, ledger: Any, clock: Any) -> int:
     """Rebuild the entity index as the product does after a serving change; returns its bucket count."""
-    from workloads.entity_index import refresh_entity_index
+    from workloads.gold.entity_index import refresh_entity_index
 
     started = time.monotonic()
     done = refresh_entity_index(registry, ledger, clock)

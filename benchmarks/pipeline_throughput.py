@@ -62,9 +62,9 @@ def bare_gold(silver: Any, out: Path) -> None:
     """The Gold transformations on a Silver DataFrame, written as plain Parquet."""
     from datetime import UTC, datetime
 
-    from workloads import baselines
     from workloads.engines.correlation import correlate_v1
-    from workloads.gold import daily_features, only_attributed
+    from workloads.gold import baselines
+    from workloads.gold.build import daily_features, only_attributed
 
     daily = only_attributed(daily_features(silver)).localCheckpoint(eager=True)
     daily.write.mode("overwrite").partitionBy("month").parquet(str(out / "entity_daily"))
@@ -83,9 +83,9 @@ def main(argv: list[str]) -> int:
 
     from lakehouse.quality import gate
     from ledger import SystemClock, open_ledger
-    from workloads.demo import create_zones
-    from workloads.generator import FEEDS, GeneratorSettings, generate, load_lateness_policy
     from workloads.pipeline import run_gold, run_ingest, run_silver
+    from workloads.synthetic.demo import create_zones
+    from workloads.synthetic.generator import FEEDS, GeneratorSettings, generate, load_lateness_policy
 
     shutil.rmtree(args.workdir, ignore_errors=True)
     # ~22 events per person per month (measured on the generator): persons = events / (22 * 12)

@@ -127,8 +127,8 @@ def main(argv: list[str]) -> int:
     from lakehouse.tables import TableRegistry
     from ledger import SystemClock
     from ledger.engines import load_engines
-    from workloads.plan import load_plan
     from workloads.replay import ack, approve, publish, run_replay
+    from workloads.replay.plan import load_plan
 
     overrides: dict[str, Any] = {"workdir": str(args.lake)}
     if args.format:

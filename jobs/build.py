@@ -26,8 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from lakehouse.quality import gate
-    from workloads.generator import load_lateness_policy
     from workloads.pipeline import run_gold, run_silver
+    from workloads.silver.lateness import load_lateness_policy
 
     if args.zone == "silver":
         ctx.progress("building Silver from pinned Bronze")

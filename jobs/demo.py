@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from lakehouse.quality import gate
-    from workloads.demo import DemoSettings, run_demo
+    from workloads.synthetic.demo import DemoSettings, run_demo
 
     settings = DemoSettings(entities=args.entities, months=args.months, restate=not args.no_restate)
     report = run_demo(

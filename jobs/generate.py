@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from workloads.generator import GeneratorSettings, generate, load_lateness_policy
+    from workloads.silver.lateness import load_lateness_policy
+    from workloads.synthetic.generator import GeneratorSettings, generate
 
     out = args.out or ctx.config.workdir_path / "history"
     try:

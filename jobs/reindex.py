@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from lakehouse.errors import UsageError
-    from workloads.entity_index import refresh_entity_index
+    from workloads.gold.entity_index import refresh_entity_index
 
     if args.buckets is not None and args.buckets < 1:
         raise UsageError(f"--buckets must be at least 1, not {args.buckets}")

@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from ledger.engines import load_engines
-    from workloads.plan import Purpose, load_plan
     from workloads.replay import plan_scope, run_replay
+    from workloads.replay.plan import Purpose, load_plan
 
     plan = load_plan(args.plan)
     if args.purpose:

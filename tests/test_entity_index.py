@@ -25,7 +25,7 @@ from tests.test_asof import built, content, known
 from workloads.asof import PythonReader, SparkReader, asof, entity_history
 from workloads.engines.correlation import correlate_v1
 from workloads.engines.entity_resolution import resolve_v1
-from workloads.entity_index import (
+from workloads.gold.entity_index import (
     INDEX,
     bucket_column,
     bucket_of,

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from workloads.generator import (
+from workloads.synthetic.generator import (
     GeneratorSettings,
     LatenessRule,
     expected_fate,
@@ -342,7 +342,7 @@ def test_output_does_not_depend_on_the_process(tmp_path: Path) -> None:
     generate(tmp_path / "here", settings)
     repo = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    command = [sys.executable, "-m", "workloads.generator", "--out", str(tmp_path / "there")]
+    command = [sys.executable, "-m", "workloads.synthetic.generator", "--out", str(tmp_path / "there")]
     command += ["--entities", "50", "--months", "3", "--seed", "8", "--quiet"]
     subprocess.run(command, cwd=repo, env=env, check=True, capture_output=True)
     assert tree_hashes(tmp_path / "here") == tree_hashes(tmp_path / "there")

@@ -16,9 +16,9 @@ import pytest
 
 from lakehouse.digest import canonical_hash, canonical_json
 from lakehouse.tables import RUN_ID_KEY
-from workloads.baselines import affected_days, baselines
 from workloads.engines.correlation import ENGINE, confidence, correlation_id
-from workloads.gold import (
+from workloads.gold.baselines import affected_days, baselines
+from workloads.gold.build import (
     BASELINES,
     CORRELATIONS,
     ENTITY_DAILY,

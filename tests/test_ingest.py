@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from lakehouse.errors import IngestError
-from workloads.ingest import (
+from workloads.bronze.ingest import (
     STATUS_ALREADY_INGESTED,
     STATUS_INGESTED,
     FileEntry,

@@ -1,4 +1,6 @@
-"""Imports point one way: jobs -> workloads -> ledger -> lakehouse."""
+"""Imports point one way: jobs -> workloads -> ledger -> lakehouse, and inside workloads,
+from the later stages to the earlier ones; only the demo and test-data paths import the
+synthetic-data generator."""
 
 from __future__ import annotations
 
@@ -10,16 +12,59 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 ORDER = ["lakehouse", "ledger", "workloads", "jobs"]
 
+WORKLOAD_ORDER = [
+    {"vocabulary"},
+    {"engines"},
+    {"runs"},
+    {"bronze"},
+    {"silver"},
+    {"gold"},
+    {"replay", "asof"},
+    {"pipeline"},
+    {"synthetic"},
+]
+"""Inner layers of ``workloads``, lowest first; a module imports only its own and lower
+layers, and never a sibling of the same layer."""
 
-def imported_packages(path: Path) -> set[str]:
+SYNTHETIC_USERS = {"jobs/generate.py", "jobs/demo.py"}
+"""The only modules outside ``workloads/synthetic`` that may import it."""
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every absolute module name a file imports (``from a.b import c`` gives ``a.b``)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
-    return found & set(ORDER)
+            found.add(node.module)
+    return found
+
+
+def imported_packages(path: Path) -> set[str]:
+    return {module.split(".")[0] for module in imported_modules(path)} & set(ORDER)
+
+
+def workload_part(module: str) -> str | None:
+    """``workloads.gold.build`` -> ``gold``; None for anything outside workloads."""
+    parts = module.split(".")
+    if parts[0] != "workloads" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def layer_of(part: str) -> int:
+    for index, layer in enumerate(WORKLOAD_ORDER):
+        if part in layer:
+            return index
+    raise AssertionError(f"workloads/{part} is in no layer of WORKLOAD_ORDER; add it")
+
+
+def test_imported_modules_reads_absolute_imports_only(tmp_path: Path) -> None:
+    sample = tmp_path / "m.py"
+    sample.write_text("import os.path\nfrom workloads.gold import build\nfrom . import sibling\n")
+    assert imported_modules(sample) == {"os.path", "workloads.gold"}
 
 
 @pytest.mark.parametrize("package", ORDER)
@@ -31,3 +76,42 @@ def test_a_layer_imports_only_layers_below_it(package: str) -> None:
         if imported_packages(path) - allowed
     }
     assert not offenders, f"{package} imports layers above it: {offenders}"
+
+
+def test_every_workloads_module_sits_in_a_layer() -> None:
+    parts = {
+        path.relative_to(REPO / "workloads").parts[0].removesuffix(".py")
+        for path in (REPO / "workloads").glob("*")
+    }
+    parts -= {"__init__", "__pycache__"}
+    for part in sorted(parts):
+        layer_of(part)
+
+
+def test_inside_workloads_a_stage_imports_only_earlier_stages() -> None:
+    offenders: dict[str, list[str]] = {}
+    for path in sorted((REPO / "workloads").rglob("*.py")):
+        relative = path.relative_to(REPO / "workloads")
+        if relative.parts == ("__init__.py",):
+            continue
+        own = relative.parts[0].removesuffix(".py")
+        for module in imported_modules(path):
+            part = workload_part(module)
+            if part is None or part == own:
+                continue
+            if layer_of(part) >= layer_of(own):
+                offenders.setdefault(f"workloads/{relative}", []).append(module)
+    assert not offenders, f"stages import later or sibling stages: {offenders}"
+
+
+def test_production_code_never_imports_the_synthetic_generator() -> None:
+    offenders = []
+    for package in ORDER:
+        for path in sorted((REPO / package).rglob("*.py")):
+            relative = str(path.relative_to(REPO))
+            if relative.startswith("workloads/synthetic/") or relative in SYNTHETIC_USERS:
+                continue
+            if any(workload_part(module) == "synthetic" for module in imported_modules(path)):
+                offenders.append(relative)
+    assert not offenders, f"production modules import workloads.synthetic: {offenders}"
+

@@ -284,8 +284,10 @@ def test_every_suite_names_a_configured_table_and_only_its_columns(lakehouse_con
 
 
 def test_value_sets_match_what_the_producing_workloads_emit() -> None:
-    from workloads import baselines, generator, silver
     from workloads.engines import correlation
+    from workloads.gold import baselines
+    from workloads.silver import build as silver
+    from workloads.synthetic import generator
 
     assert set(quality.DOMAINS) == set(generator.FEEDS)
     assert set(quality.CURRENCIES) == set(generator._CURRENCIES)

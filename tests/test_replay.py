@@ -30,13 +30,13 @@ from ledger.entries import (
     RunFinished,
     RunStarted,
 )
-from workloads.outbox import idempotency_key
-from workloads.plan import CorrectionPlan, Purpose, load_plan
 from workloads.replay import candidate as cand
 from workloads.replay import reconcile as rec
 from workloads.replay import scope as sc
 from workloads.replay.flow import run_replay
 from workloads.replay.identity import candidate_name, replay_run_id, resolve_engines
+from workloads.replay.outbox import idempotency_key
+from workloads.replay.plan import CorrectionPlan, Purpose, load_plan
 from workloads.replay.state import run_state
 
 REPO = Path(__file__).resolve().parents[1]

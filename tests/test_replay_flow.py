@@ -48,8 +48,6 @@ from tests.replay_history import (
     rows,
     seed,
 )
-from workloads.outbox import ACKS, OUTBOX
-from workloads.plan import Purpose
 from workloads.replay import (
     FailPoint,
     ProducingRun,
@@ -62,6 +60,8 @@ from workloads.replay import (
     run_replay,
 )
 from workloads.replay.candidate import WHEN_COLUMNS
+from workloads.replay.outbox import ACKS, OUTBOX
+from workloads.replay.plan import Purpose
 
 pytestmark = pytest.mark.spark
 

@@ -25,10 +25,9 @@ import pytest
 
 from lakehouse.digest import canonical_hash
 from lakehouse.errors import ConservationError, DataQualityError, UsageError
+from workloads.bronze.ingest import ingest_feed, ingest_history
 from workloads.engines import entity_resolution
-from workloads.generator import SCHEMAS, GeneratorSettings, generate, load_lateness_policy
-from workloads.ingest import ingest_feed, ingest_history
-from workloads.silver import (
+from workloads.silver.build import (
     ADAPTERS,
     EXCEPTIONS,
     QUARANTINE,
@@ -41,6 +40,7 @@ from workloads.silver import (
     check_conservation,
     month_scope,
 )
+from workloads.synthetic.generator import SCHEMAS, GeneratorSettings, generate, load_lateness_policy
 
 POLICY = load_lateness_policy()
 BRONZE_SCHEMA = (

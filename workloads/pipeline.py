@@ -2,8 +2,8 @@
 
 Each function pins its inputs, verifies the declared engines it runs, records the run in
 the ledger around the build, and returns the build's report. The CLI and the demo call
-these; the builds themselves (``workloads.ingest``, ``workloads.silver``,
-``workloads.gold``) know nothing of the ledger.
+these; the builds themselves (``workloads.bronze.ingest``, ``workloads.silver.build``,
+``workloads.gold.build``) know nothing of the ledger.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from typing import Any
 
 from lakehouse.tables import TableRegistry
 from ledger import Clock, Ledger
+from workloads.bronze.ingest import IngestReport, ingest_feed
 from workloads.engines import correlation, entity_resolution
-from workloads.entity_index import refresh_entity_index
-from workloads.generator import FEEDS, LatenessRule
-from workloads.gold import GoldReport, build_gold
-from workloads.ingest import IngestReport, ingest_feed
+from workloads.gold.build import GoldReport, build_gold
+from workloads.gold.entity_index import refresh_entity_index
 from workloads.runs import DEFAULT_ENGINES, new_run_id, pin, recorded_run, verified_engines
-from workloads.silver import SilverReport, build_silver
+from workloads.silver.build import SilverReport, build_silver
+from workloads.silver.lateness import LatenessRule
+from workloads.vocabulary import BRONZE_TABLES
 
 Gate = Callable[[str, Any], None]
-BRONZE_TABLES = tuple(f"bronze.{feed}" for feed in FEEDS)
 
 
 def _written(outputs: Mapping[str, int | None]) -> dict[str, int]:

@@ -30,7 +30,7 @@ from ledger import LedgerRecord
 from ledger.clock import utc
 from workloads.asof.knowledge import Timeline, timeline
 from workloads.asof.readers import Reader, Scope, jsonable
-from workloads.entity_index import INDEX, SOURCE, IndexVersion, bucket_of, index_versions, mirror_of
+from workloads.gold.entity_index import INDEX, SOURCE, IndexVersion, bucket_of, index_versions, mirror_of
 
 LIFECYCLE: Final[frozenset[str]] = frozenset({"status", "superseded_at", "superseded_by", "supersede_reason"})
 """Columns that change after a row is written (so they are not compared across routes)."""
@@ -42,7 +42,7 @@ ENTITY_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
 DEFAULT_ENTITY_COLUMNS: Final = ("entity_id",)
 ROUTES_DISAGREE_EXIT: Final = 7
 INDEXES: Final[dict[str, str]] = {SOURCE: INDEX}
-"""Tables with an entity index (:mod:`workloads.entity_index`) that one-entity questions read."""
+"""Tables with an entity index (:mod:`workloads.gold.entity_index`) that one-entity questions read."""
 INDEX_ONLY: Final[frozenset[str]] = frozenset({"entity_id", "entity_bucket"})
 
 

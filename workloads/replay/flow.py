@@ -56,11 +56,10 @@ from ledger.entries import (
 from ledger.identity import InputRead
 from ledger.reader import LedgerReader
 from ledger.writer import LedgerWriter
-from workloads.diff import CHANGED, REMOVED, UNCHANGED, diff_by_key, summarize
-from workloads.plan import CorrectionPlan, Purpose
 from workloads.replay import candidate as cand
 from workloads.replay import reconcile as rec
 from workloads.replay import scope as sc
+from workloads.replay.diff import CHANGED, REMOVED, UNCHANGED, diff_by_key, summarize
 from workloads.replay.faults import FailPoint, fail_point, maybe_fail
 from workloads.replay.identity import (
     BRONZE_PREFIX,
@@ -75,6 +74,7 @@ from workloads.replay.identity import (
     resolve_engines,
     run_candidates,
 )
+from workloads.replay.plan import CorrectionPlan, Purpose
 from workloads.replay.state import (
     APPROVED,
     AWAITING_APPROVAL,
@@ -197,7 +197,7 @@ class Analysis:
 
 
 def _checkpoint(df: DataFrame) -> DataFrame:
-    """Compute once and cut the lineage (see workloads.gold._materialize for why not persist)."""
+    """Compute once and cut the lineage (see workloads.gold.build._materialize for why not persist)."""
     return df.localCheckpoint(eager=True)
 
 
@@ -457,7 +457,7 @@ class ReplayOutcome:
 
 
 def _planned_notifications(plan: CorrectionPlan, run_id: str) -> tuple[dict[str, Any], ...]:
-    from workloads.outbox import idempotency_key
+    from workloads.replay.outbox import idempotency_key
 
     return tuple(
         {

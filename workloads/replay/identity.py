@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lakehouse.tables import TableRegistry
-    from workloads.plan import CorrectionPlan
+    from workloads.replay.plan import CorrectionPlan
 
 SILVER: Final = "silver.events"
 BRONZE_PREFIX: Final = "bronze."

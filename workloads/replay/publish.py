@@ -52,13 +52,13 @@ from ledger.clock import Clock, utc
 from ledger.entries import Approval, Notification, Publication, Rollback, RunStarted, Supersession
 from ledger.identity import InputRead
 from ledger.reader import LedgerReader
-from workloads import outbox
-from workloads.entity_index import SOURCE as INDEXED_TABLE
-from workloads.entity_index import IndexRefresh, refresh_entity_index
-from workloads.plan import Purpose
+from workloads.gold.entity_index import SOURCE as INDEXED_TABLE
+from workloads.gold.entity_index import IndexRefresh, refresh_entity_index
 from workloads.replay import candidate as cand
+from workloads.replay import outbox
 from workloads.replay.faults import FailPoint, fail_point, maybe_fail
 from workloads.replay.identity import candidate_name, run_candidates
+from workloads.replay.plan import Purpose
 from workloads.replay.state import (
     APPROVED,
     AWAITING_APPROVAL,

@@ -37,7 +37,7 @@ from ledger.entries import (
     RunFinished,
     RunStarted,
 )
-from workloads.plan import CorrectionPlan, Purpose
+from workloads.replay.plan import CorrectionPlan, Purpose
 
 REPLAY_COMMAND: Final = "replay"
 PUBLISH_COMMAND: Final = "publish"

@@ -35,7 +35,10 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from itertools import accumulate
 from pathlib import Path
-from typing import Final, Literal, TypeAlias, cast
+from typing import Final, TypeAlias, cast
+
+from workloads.silver.lateness import DEFAULT_POLICY_PATH, LatenessRule, check_policy, load_lateness_policy
+from workloads.vocabulary import CSV_FEEDS, FEEDS
 
 __all__ = [
     "CSV_FEEDS",
@@ -57,12 +60,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 # Public constants: feeds, schemas, fault kinds and fates
 # --------------------------------------------------------------------------------------
-
-FEEDS: Final[tuple[str, ...]] = ("orders", "refunds", "logins", "settlements", "outcomes")
-"""Every feed the generator writes, in the order they are written for a delivery date."""
-
-CSV_FEEDS: Final[frozenset[str]] = frozenset({"settlements"})
-"""Feeds delivered as CSV with a header row; all others are JSON lines."""
 
 SCHEMAS: Final[Mapping[str, Mapping[str, tuple[str, ...]]]] = {
     "orders": {
@@ -185,16 +182,11 @@ FATES: Final[tuple[str, ...]] = (
 )
 """Every expected fate string that can appear in the ground truth."""
 
-ClosedPeriodAction: TypeAlias = Literal["reopen", "adjust", "hold"]
-
 _ACTION_FATE: Final[Mapping[str, str]] = {
     "reopen": FATE_REOPEN,
     "adjust": FATE_ADJUSTMENT,
     "hold": FATE_EXCEPTIONS,
 }
-
-DEFAULT_POLICY_PATH: Final[Path] = Path(__file__).resolve().parents[1] / "conf" / "policies.yaml"
-"""The repository's policy file, used when `generate` is not handed a policy."""
 
 GROUND_TRUTH_FILE: Final = "_ground_truth.json"
 
@@ -238,15 +230,6 @@ class GeneratorSettings:
         data: dict[str, object] = asdict(self)
         data["start"] = self.start.isoformat()
         return data
-
-
-@dataclass(frozen=True)
-class LatenessRule:
-    """One feed's lateness policy (see conf/policies.yaml for the semantics)."""
-
-    allowed_lateness_days: int
-    period_close_grace_days: int
-    closed_period_action: ClosedPeriodAction
 
 
 @dataclass(frozen=True)
@@ -311,40 +294,6 @@ class GenerationSummary:
         return "\n".join(lines)
 
 
-def load_lateness_policy(path: Path = DEFAULT_POLICY_PATH) -> dict[str, LatenessRule]:
-    """Read the `lateness:` section of a policies YAML file into one rule per feed.
-
-    Raises ValueError when a feed is missing or a value has the wrong type, so a broken
-    policy file fails here rather than producing a history whose ground truth is wrong.
-    """
-    import yaml  # local: the generator itself needs nothing outside the standard library
-
-    with path.open(encoding="utf-8") as handle:
-        document = yaml.safe_load(handle)
-    if not isinstance(document, dict) or not isinstance(document.get("lateness"), dict):
-        raise ValueError(f"{path}: no 'lateness' mapping")
-    section = cast(dict[str, object], document["lateness"])
-    policy: dict[str, LatenessRule] = {}
-    for feed, raw in section.items():
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path}: lateness.{feed} is not a mapping")
-        allowed = raw.get("allowed_lateness_days")
-        grace = raw.get("period_close_grace_days")
-        action = raw.get("closed_period_action")
-        if not isinstance(allowed, int) or isinstance(allowed, bool) or allowed < 0:
-            raise ValueError(f"{path}: lateness.{feed}.allowed_lateness_days must be an int >= 0")
-        if not isinstance(grace, int) or isinstance(grace, bool) or grace < 0:
-            raise ValueError(f"{path}: lateness.{feed}.period_close_grace_days must be an int >= 0")
-        if action not in _ACTION_FATE:
-            raise ValueError(
-                f"{path}: lateness.{feed}.closed_period_action must be one of "
-                f"{sorted(_ACTION_FATE)}, got {action!r}"
-            )
-        policy[str(feed)] = LatenessRule(allowed, grace, cast(ClosedPeriodAction, action))
-    _check_policy(policy)
-    return policy
-
-
 def expected_fate(rule: LatenessRule, event_time: datetime, delivery_date: date) -> str:
     """Fate of a valid, non-duplicate fact under a lateness rule.
 
@@ -368,12 +317,6 @@ def expected_fate(rule: LatenessRule, event_time: datetime, delivery_date: date)
 # --------------------------------------------------------------------------------------
 # Small pure helpers
 # --------------------------------------------------------------------------------------
-
-
-def _check_policy(policy: Mapping[str, LatenessRule]) -> None:
-    missing = [feed for feed in FEEDS if feed not in policy]
-    if missing:
-        raise ValueError(f"lateness policy has no rule for feed(s): {', '.join(missing)}")
 
 
 def _sub_seed(seed: int, *parts: object) -> int:
@@ -1512,7 +1455,7 @@ def generate(
     """
     if policy is None:
         policy = load_lateness_policy(DEFAULT_POLICY_PATH)
-    _check_policy(policy)
+    check_policy(policy)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} is not empty; refusing to mix histories")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -1542,9 +1485,9 @@ def generate(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m workloads.generator --out DIR ...`: generate and print the summary."""
+    """`python -m workloads.synthetic.generator --out DIR ...`: generate and print the summary."""
     parser = argparse.ArgumentParser(
-        prog="python -m workloads.generator",
+        prog="python -m workloads.synthetic.generator",
         description="Write a seeded, deterministic commerce-risk history of partner deliveries.",
     )
     defaults = GeneratorSettings()

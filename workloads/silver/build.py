@@ -78,14 +78,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from lakehouse.errors import ConfigError, ConservationError, UsageError
 from lakehouse.tables.base import partition_predicate, sql_literal
+from workloads.bronze.ingest import json_object, parse_utc_timestamp
 from workloads.engines import entity_resolution
-from workloads.ingest import json_object, parse_utc_timestamp
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from lakehouse.tables import Table, TableRegistry
-    from workloads.generator import LatenessRule
+    from workloads.silver.lateness import LatenessRule
 
 __all__ = [
     "ADAPTERS",
@@ -1070,7 +1070,7 @@ def _check_inputs(
             continue
         feed = name[len(BRONZE_PREFIX) :]
         if feed not in ADAPTERS:
-            raise ConfigError(f"{name} has no Silver adapter; add one to workloads.silver.ADAPTERS")
+            raise ConfigError(f"{name} has no Silver adapter; add one to workloads.silver.build.ADAPTERS")
         if feed not in policy:
             raise ConfigError(
                 f"the lateness policy has no rule for feed {feed!r}; add it to conf/policies.yaml"

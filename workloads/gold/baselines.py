@@ -29,7 +29,7 @@ gives bit-identical rows to a full one.
 
 Incrementality: a change of day ``c`` affects the windows of days ``c .. c + H`` with
 ``H = max(windows) - 1`` (:data:`HORIZON_DAYS`). :func:`affected_days` derives exactly
-those (entity, day) keys from a set of changed keys; :mod:`workloads.gold` recomputes only
+those (entity, day) keys from a set of changed keys; :mod:`workloads.gold.build` recomputes only
 them.
 """
 

@@ -82,8 +82,8 @@ def medallion(
     """generate -> ingest every feed -> Silver -> Gold; returns what to show."""
     from pyspark.sql import functions as F
 
-    from workloads.generator import FEEDS, GeneratorSettings, generate, load_lateness_policy
     from workloads.pipeline import run_gold, run_ingest, run_silver
+    from workloads.synthetic.generator import FEEDS, GeneratorSettings, generate, load_lateness_policy
 
     policy = load_lateness_policy()
     if not (history / "_ground_truth.json").is_file():
@@ -177,8 +177,8 @@ def restatement(
     shows that publication instead of restating again.
     """
     from ledger.engines import load_engines
-    from workloads.plan import load_plan
     from workloads.replay import ack, approve, plan_scope, publish, rollback, run_replay
+    from workloads.replay.plan import load_plan
     from workloads.replay.state import AWAITING_APPROVAL
 
     plan = load_plan(plan_path)

@@ -8,7 +8,7 @@ What :func:`build_gold` does, in this order:
    compares it with the stored table by key ``(entity_id, day)`` through row hashes
    (:func:`daily_diff`): added, removed, changed.
 3. ``gold.baselines``: recomputes only the (entity, day) keys a change can reach
-   (:func:`workloads.baselines.affected_days`: from each changed day up to 729 days
+   (:func:`workloads.gold.baselines.affected_days`: from each changed day up to 729 days
    later, for the changed entities only) and rewrites only the months holding them.
    Unaffected rows of those months are carried over unchanged; other months are not
    touched at all.
@@ -48,14 +48,14 @@ from typing import TYPE_CHECKING, Any, Final
 from lakehouse.digest import canonical_json, row_hash_column
 from lakehouse.errors import TableMissingError
 from lakehouse.tables.base import sql_literal
-from workloads import baselines as w1
 from workloads.engines import correlation as correlation_v1
+from workloads.gold import baselines as w1
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lakehouse.tables import Table, TableRegistry
-    from workloads.entity_index import IndexRefresh
+    from workloads.gold.entity_index import IndexRefresh
 
 SILVER: Final = "silver.events"
 ENTITY_DAILY: Final = "gold.entity_daily"

@@ -1,0 +1,1 @@
+"""Silver: canonical events, with quarantine and held exceptions, conserving every Bronze line."""

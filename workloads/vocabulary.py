@@ -1,0 +1,140 @@
+"""The words the workloads share, each defined once: feeds, fates, lateness classes,
+correlation statuses, replay verdicts and the logical table names.
+
+Every value is a ``StrEnum`` member, so it compares equal to (and is stored as) its plain
+string: Spark columns, ledger entries and YAML files keep the same text they always had.
+The ledger's own table (``ops.ledger``) is named in :mod:`ledger`, which sits below this
+layer.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+
+class Feed(StrEnum):
+    """A partner feed: one Bronze table each, delivered as dated files."""
+
+    ORDERS = "orders"
+    REFUNDS = "refunds"
+    LOGINS = "logins"
+    SETTLEMENTS = "settlements"
+    OUTCOMES = "outcomes"
+
+    @property
+    def bronze_table(self) -> TableName:
+        """The Bronze table this feed lands in."""
+        return TableName(f"bronze.{self.value}")
+
+
+FEEDS: Final[tuple[Feed, ...]] = tuple(Feed)
+"""Every feed, in the order the deliveries of one date are written and ingested."""
+
+CSV_FEEDS: Final[frozenset[Feed]] = frozenset({Feed.SETTLEMENTS})
+"""Feeds delivered as CSV with a header row; all others are JSON lines."""
+
+
+class Fate(StrEnum):
+    """Where one Bronze line ends up; every line has exactly one (conservation)."""
+
+    SILVER = "silver"
+    DUPLICATE = "duplicate"
+    CORRECTED = "corrected"
+    QUARANTINE = "quarantine"
+    EXCEPTIONS = "exceptions"
+
+
+class QuarantineReason(StrEnum):
+    """Why a line was quarantined instead of entering Silver."""
+
+    MALFORMED = "malformed"
+    WRONG_TYPE = "wrong_type"
+    MISSING_EVENT_ID = "missing_event_id"
+    UNKNOWN_SCHEMA_VERSION = "unknown_schema_version"
+
+
+class Lateness(StrEnum):
+    """How late a fact arrived, as Silver stores it (``hold`` is never stored in Silver)."""
+
+    ON_TIME = "on_time"
+    LATE = "late"
+    REOPEN = "reopen"
+    ADJUSTMENT = "adjustment"
+    HOLD = "hold"
+
+
+class ClosedPeriodAction(StrEnum):
+    """What a feed's policy does with a late fact for a closed period (``policies.yaml``)."""
+
+    REOPEN = "reopen"
+    ADJUST = "adjust"
+    HOLD = "hold"
+
+    @property
+    def lateness(self) -> Lateness:
+        """The lateness class a fact handled by this action is stored with."""
+        return _ACTION_LATENESS[self]
+
+
+_ACTION_LATENESS: Final[dict[ClosedPeriodAction, Lateness]] = {
+    ClosedPeriodAction.REOPEN: Lateness.REOPEN,
+    ClosedPeriodAction.ADJUST: Lateness.ADJUSTMENT,
+    ClosedPeriodAction.HOLD: Lateness.HOLD,
+}
+
+
+class ExceptionStatus(StrEnum):
+    """Where a held fact in ``ops.exceptions`` stands."""
+
+    AWAITING_APPROVAL = "awaiting_approval"
+
+
+class CorrelationStatus(StrEnum):
+    """The life of one correlation row version (seed 001: superseded, never deleted)."""
+
+    PROVISIONAL = "provisional"
+    AUTHORITATIVE = "authoritative"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+
+
+INACTIVE_STATUSES: Final[tuple[CorrelationStatus, ...]] = (
+    CorrelationStatus.SUPERSEDED,
+    CorrelationStatus.RETRACTED,
+)
+"""Statuses of row versions that no longer serve."""
+
+
+class Verdict(StrEnum):
+    """What a replay's reconciliation decides (seed 000)."""
+
+    PUBLISH = "publish"
+    INVESTIGATE = "investigate"
+    REPAIR = "repair"
+    SUPPRESS = "suppress"
+    ROLLBACK = "rollback"
+
+
+class TableName(StrEnum):
+    """Every logical table the workloads read or write (configured in ``lakehouse.yaml``)."""
+
+    BRONZE_ORDERS = "bronze.orders"
+    BRONZE_REFUNDS = "bronze.refunds"
+    BRONZE_LOGINS = "bronze.logins"
+    BRONZE_SETTLEMENTS = "bronze.settlements"
+    BRONZE_OUTCOMES = "bronze.outcomes"
+    SILVER_EVENTS = "silver.events"
+    ENTITY_DAILY = "gold.entity_daily"
+    BASELINES = "gold.baselines"
+    CORRELATIONS = "gold.correlations"
+    CORRELATIONS_BY_ENTITY = "gold.correlations_by_entity"
+    MANIFESTS = "ops.manifests"
+    QUARANTINE = "ops.quarantine"
+    EXCEPTIONS = "ops.exceptions"
+    OUTBOX = "ops.outbox"
+    ACKS = "ops.acks"
+
+
+BRONZE_TABLES: Final[tuple[TableName, ...]] = tuple(feed.bronze_table for feed in FEEDS)
+"""One Bronze table per feed, in feed order."""
