@@ -28,7 +28,7 @@ from ledger.engines import (
 )
 from ledger.entries import EngineDeclared, parse_entry
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 ENGINE_SOURCE = '''\
 """A throwaway engine."""

@@ -35,7 +35,7 @@ from workloads.synthetic.generator import (
     main,
 )
 
-POLICY_FILE = Path(__file__).resolve().parents[1] / "conf" / "policies.yaml"
+POLICY_FILE = Path(__file__).resolve().parents[3] / "conf" / "policies.yaml"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 # Written from the brief, not imported from the generator.
@@ -340,7 +340,7 @@ def test_output_does_not_depend_on_the_process(tmp_path: Path) -> None:
     """A fresh interpreter with another hash seed writes the same bytes (no hash(), no sets)."""
     settings = GeneratorSettings(entities=50, months=3, seed=8)
     generate(tmp_path / "here", settings)
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     command = [sys.executable, "-m", "workloads.synthetic.generator", "--out", str(tmp_path / "there")]
     command += ["--entities", "50", "--months", "3", "--seed", "8", "--quiet"]

@@ -39,7 +39,7 @@ from workloads.replay.outbox import idempotency_key
 from workloads.replay.plan import CorrectionPlan, Purpose, load_plan
 from workloads.replay.state import run_state
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 PLAN = REPO / "conf" / "plans" / "er-v2-recorrelation.yaml"
 SCHEMA = load_config(REPO / "conf" / "lakehouse.yaml", environ={}).tables["gold.correlations"].schema_ddl
 RUN = "replay-0123456789abcdef"

@@ -21,7 +21,7 @@ from lakehouse.errors import IndexMismatchError, UsageError
 from ledger import OutputWritten, RunFinished, RunStarted, open_ledger
 from ledger.clock import FixedClock
 from tests.replay_history import ANN, BOB, CAROL, EVENTS, GOLD, GOLD_RECORDED, PROMO, START
-from tests.test_asof import built, content, known
+from tests.workloads.asof.test_asof import built, content, known
 from workloads.asof import PythonReader, SparkReader, asof, entity_history
 from workloads.engines.correlation import correlate_v1
 from workloads.engines.entity_resolution import resolve_v1

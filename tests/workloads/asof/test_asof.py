@@ -31,7 +31,7 @@ from workloads.replay import ack, approve, publish, rollback, run_replay
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 NOTEBOOK = REPO / "notebooks" / "auditor_time_travel.ipynb"
 
 

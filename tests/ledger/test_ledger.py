@@ -67,7 +67,7 @@ from ledger.reader import LedgerReader
 from ledger.store import commit_entries, is_conflict, ledger_table, read_records, records_frame, table_columns
 from ledger.writer import LedgerWriter
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ENGINE = EngineIdentity(name="correlation", version=1, code_fingerprint="a" * 64, config_digest=digest_of({}))
 TABLE = "gold.correlations"

@@ -9,7 +9,7 @@ import pytest
 from lakehouse.config import TableFormat, Zone, load_config
 from lakehouse.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def write(tmp_path: Path, text: str) -> Path:

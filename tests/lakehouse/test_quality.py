@@ -34,7 +34,7 @@ from lakehouse.quality import (
 )
 from lakehouse.tables import Table
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 T0 = datetime(2025, 3, 1, 12, 0, 0)
 D0 = date(2025, 3, 1)
