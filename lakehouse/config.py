@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from lakehouse.errors import ConfigError
+from lakehouse.models import StrictModel, describe_validation_error, read_yaml_mapping
 
 ENV_PREFIX = "LAKEHOUSE__"
 DEFAULT_CONF_PATH = Path("conf/lakehouse.yaml")
@@ -39,11 +40,7 @@ class Zone(StrEnum):
     OPS = "ops"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SparkSettings(_Strict):
+class SparkSettings(StrictModel):
     """How the one SparkSession of a process is built."""
 
     master: str = "local[*]"
@@ -54,7 +51,7 @@ class SparkSettings(_Strict):
     conf: dict[str, str] = Field(default_factory=dict)
 
 
-class JarSettings(_Strict):
+class JarSettings(StrictModel):
     """JVM packages and where they are resolved once, outside git."""
 
     cache_dir: str = "~/.cache/lakehouse-replay/ivy"
@@ -84,7 +81,7 @@ class JarSettings(_Strict):
     repository: str = "https://repo1.maven.org/maven2/"
 
 
-class IcebergCatalogSettings(_Strict):
+class IcebergCatalogSettings(StrictModel):
     """The Iceberg catalog; JDBC on SQLite under the work dir unless told otherwise."""
 
     name: str = "lake"
@@ -101,7 +98,7 @@ class IcebergCatalogSettings(_Strict):
         return value
 
 
-class TableSettings(_Strict):
+class TableSettings(StrictModel):
     """One table as configured: where it lives, what it holds and how it is laid out."""
 
     zone: Zone
@@ -112,7 +109,7 @@ class TableSettings(_Strict):
     properties: dict[str, str] = Field(default_factory=dict)
     description: str = ""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)  # merged with StrictModel's
 
 
 def _default_zone_formats() -> dict[Zone, TableFormat]:
@@ -124,7 +121,7 @@ def _default_zone_formats() -> dict[Zone, TableFormat]:
     }
 
 
-class LakehouseConfig(_Strict):
+class LakehouseConfig(StrictModel):
     """The whole configuration of one lakehouse."""
 
     workdir: Path = Path("work")
@@ -227,26 +224,15 @@ def load_config(
     try:
         return LakehouseConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_describe_validation_error(conf_path, exc)) from None
+        raise ConfigError(describe_validation_error(conf_path, exc)) from None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise ConfigError(
-            f"{path}: configuration file not found; pass --conf PATH or create it "
-            f"(the shipped default is conf/lakehouse.yaml)"
-        )
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}:{where} is not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
-    return data
+    return read_yaml_mapping(
+        path,
+        what="configuration file",
+        hint="pass --conf PATH or create it (the shipped default is conf/lakehouse.yaml)",
+    )
 
 
 def _env_name(dotted: str) -> str:
@@ -277,14 +263,3 @@ def _set_dotted(raw: dict[str, Any], dotted: str, value: Any, *, source: str) ->
             raise ConfigError(f"{source}: {part!r} is not a section, cannot set {dotted!r}")
         node = child
     node[parts[-1]] = value
-
-
-def _describe_validation_error(path: Path, exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    key = ".".join(str(p) for p in first["loc"])
-    if first["type"] == "extra_forbidden":
-        return f"{path}: unknown key '{key}'; remove it or check its spelling"
-    if first["type"] == "missing":
-        return f"{path}: missing key '{key}'"
-    value = first.get("input")
-    return f"{path}: key '{key}' has invalid value {value!r}: {first['msg']}"
