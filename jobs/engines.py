@@ -1,8 +1,15 @@
-"""``lakehouse engines list|declare``: the declared engine versions (``conf/engines.yaml``).
+"""``lakehouse engines list|check|fingerprint|fill|declare``: the declared engine versions.
 
-``list`` needs no Spark: it reads the file and checks every version's code fingerprint.
-``declare`` appends the next version of an engine to the file (fingerprint computed from
-the code now, comments kept) and records an ``engine_declared`` entry in the ledger.
+An engine is versioned transformation logic declared in ``conf/engines.yaml``. None of
+these verbs needs Spark:
+
+* ``list``: every declared version, and whether its code still matches its fingerprint;
+* ``check``: the same verification, one line per version (exit 1 if any code changed);
+* ``fingerprint --implementation module:function``: print the code fingerprint;
+* ``fill``: replace every ``pending`` fingerprint in the file with the code's;
+* ``declare``: append the next version of an engine to the file (fingerprint computed
+  from the code now, comments kept) and record an ``engine_declared`` entry in the ledger
+  (this one starts Spark, for the ledger).
 """
 
 from __future__ import annotations
@@ -20,14 +27,20 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
 from jobs.common import Context, Outcome, table_lines
 
 NAME = "engines"
-HELP = "list declared engine versions (and whether their code still matches), or declare a new one"
+HELP = (
+    "list or check declared engine versions (does their code still match?), print or fill "
+    "code fingerprints, or declare a new version"
+)
+ACTIONS = ("list", "check", "fingerprint", "fill", "declare")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["list", "declare"])
+    parser.add_argument("action", choices=ACTIONS)
     parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="engines file")
     parser.add_argument("--name", help="declare: the engine (e.g. correlation)")
-    parser.add_argument("--implementation", help="declare: package.module:function")
+    parser.add_argument(
+        "--implementation", help="declare, fingerprint: package.module:function of the engine's code"
+    )
     parser.add_argument(
         "--effective-from", type=date.fromisoformat, help="declare: first date it decides (YYYY-MM-DD)"
     )
@@ -58,29 +71,70 @@ def parse_parameters(items: list[str]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from lakehouse.errors import LakehouseError, UsageError
-    from ledger.engines import declare, load_engines, verify_fingerprint
+    handlers = {
+        "list": _list,
+        "check": _check,
+        "fingerprint": _fingerprint,
+        "fill": _fill,
+        "declare": _declare,
+    }
+    return handlers[args.action](args, ctx)
 
-    if args.action == "list":
-        rows: list[dict[str, Any]] = []
-        for spec in load_engines(args.engines).engines:
-            try:
-                verify_fingerprint(spec)
-                code = "ok"
-            except LakehouseError as exc:
-                code = f"CHANGED: {exc}"
-            rows.append(
-                {
-                    "engine": spec.ref,
-                    "effective_from": spec.effective_from.isoformat(),
-                    "implementation": spec.implementation,
-                    "fingerprint": spec.code_fingerprint[:12],
-                    "code": code,
-                }
-            )
-        failed = any(r["code"] != "ok" for r in rows)
-        columns = ["engine", "effective_from", "implementation", "fingerprint", "code"]
-        return Outcome(data={"engines": rows}, lines=table_lines(rows, columns), exit_code=1 if failed else 0)
+
+def _list(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from ledger.engines import check_fingerprints, load_engines
+
+    rows: list[dict[str, Any]] = [
+        {
+            "engine": c.engine.ref,
+            "effective_from": c.engine.effective_from.isoformat(),
+            "implementation": c.engine.implementation,
+            "fingerprint": c.engine.code_fingerprint[:12],
+            "code": "ok" if c.ok else f"CHANGED: {c.problem}",
+        }
+        for c in check_fingerprints(load_engines(args.engines).engines)
+    ]
+    failed = any(r["code"] != "ok" for r in rows)
+    columns = ["engine", "effective_from", "implementation", "fingerprint", "code"]
+    return Outcome(data={"engines": rows}, lines=table_lines(rows, columns), exit_code=1 if failed else 0)
+
+
+def _check(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from ledger.engines import check_fingerprints, load_engines
+
+    checks = check_fingerprints(load_engines(args.engines).engines)
+    lines = [
+        f"ok   {c.engine.ref} {c.engine.code_fingerprint[:12]}"
+        if c.ok
+        else f"FAIL {c.engine.ref}: {c.problem}"
+        for c in checks
+    ]
+    data = {"engines": [{"engine": c.engine.ref, "ok": c.ok, "problem": c.problem} for c in checks]}
+    return Outcome(data=data, lines=lines, exit_code=0 if all(c.ok for c in checks) else 1)
+
+
+def _fingerprint(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from lakehouse.errors import UsageError
+    from ledger.engines import fingerprint
+
+    if not args.implementation:
+        raise UsageError("engines fingerprint needs --implementation package.module:function")
+    value = fingerprint(args.implementation)
+    return Outcome(data={"implementation": args.implementation, "fingerprint": value}, lines=[value])
+
+
+def _fill(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from ledger.engines import fill_fingerprints
+
+    filled = fill_fingerprints(args.engines)
+    lines = [f"filled {ref}" for ref in filled] or [f"no pending fingerprints in {args.engines}"]
+    return Outcome(data={"filled": filled}, lines=lines)
+
+
+def _declare(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from lakehouse.errors import UsageError
+    from ledger.engines import declare
+
     missing = [
         flag
         for flag, value in (

@@ -24,8 +24,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
-    BaseModel,
-    ConfigDict,
     Field,
     JsonValue,
     TypeAdapter,
@@ -35,6 +33,7 @@ from pydantic import (
 
 from lakehouse.digest import canonical_json, digest_of
 from lakehouse.errors import LedgerError
+from lakehouse.models import StrictModel
 from ledger.identity import EngineIdentity, InputRead, OutputWritten, TextMapping
 
 
@@ -53,10 +52,8 @@ def engine_ref(identity: EngineIdentity) -> str:
     return f"engine:{identity.ref}"
 
 
-class LedgerEntryBase(BaseModel):
+class LedgerEntryBase(StrictModel):
     """Fields and behaviour every entry shares."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: str
     run_id: str | None = None
@@ -255,10 +252,8 @@ class Rollback(_InRun):
         return (out_ref(self.table, self.new_version),)
 
 
-class ErasedIn(BaseModel):
+class ErasedIn(StrictModel):
     """Erasure result in one table."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     rows: int = Field(ge=0)
     version: int | None = None

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
+from pydantic import BeforeValidator, Field, JsonValue
 
 from lakehouse.digest import digest_of
+from lakehouse.models import StrictModel
 
 
 def _as_text_mapping(value: Any) -> Any:
@@ -34,17 +35,13 @@ TextMapping = Annotated[dict[str, str], BeforeValidator(_as_text_mapping)]
 """A mapping of names to version identifiers (YAML integers become strings)."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class EngineIdentity(_Frozen):
+class EngineIdentity(StrictModel):
     """Everything that decides what an engine computes, apart from its input."""
 
     name: str
     version: int = Field(ge=1)
     code_fingerprint: str
-    """sha256 of the engine's behaviour-relevant source (see :func:`ledger.engines.fingerprint`)."""
+    """sha256 of the engine's behaviour-relevant source (:mod:`ledger.engines.fingerprint`)."""
     config_digest: str
     """sha256 of the canonical JSON of the engine's parameters."""
     reference_data: TextMapping = Field(default_factory=dict)
@@ -63,7 +60,7 @@ class EngineIdentity(_Frozen):
         return digest_of(self.model_dump(mode="json"))
 
 
-class InputRead(_Frozen):
+class InputRead(StrictModel):
     """One input of a run: the table state actually read and the part of it that was read."""
 
     version: int
@@ -72,7 +69,7 @@ class InputRead(_Frozen):
     """The bounded range read, e.g. ``{"event_time": ["2025-01-01", "2025-02-01"]}``."""
 
 
-class OutputWritten(_Frozen):
+class OutputWritten(StrictModel):
     """One output of a run: the version it wrote (serving, or a candidate's)."""
 
     version: int

@@ -1,4 +1,5 @@
-"""Declared engine versions: strict loading, resolution by date, code fingerprints, declaration.
+"""Declared engine versions: strict loading, resolution by date, code fingerprints, declaration,
+and the ``lakehouse engines`` verbs that expose them.
 
 Pure tests: no Spark. Engine code lives in throwaway packages under tmp_path, found
 through an explicit search path, so nothing here imports an engine module.
@@ -6,6 +7,7 @@ through an explicit search path, so nothing here imports an engine module.
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from datetime import date
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from jobs.cli import main
 from lakehouse.digest import digest_of
 from lakehouse.errors import ConfigError, EngineError, EngineFingerprintError, UnknownEngineError
 from ledger.engines import (
@@ -23,7 +26,6 @@ from ledger.engines import (
     fill_fingerprints,
     fingerprint,
     load_engines,
-    main,
     verify_fingerprint,
 )
 from ledger.entries import EngineDeclared, parse_entry
@@ -178,7 +180,7 @@ def test_load_refuses_unknown_keys_naming_file_engine_and_key(tmp_path: Path) ->
     with pytest.raises(ConfigError) as caught:
         load_engines(path)
     assert str(caught.value) == (
-        f"{path}: engines[0] (scorer@1): unknown key 'paramters'; remove it or check its spelling"
+        f"{path}: unknown key 'engines[0] (scorer@1).paramters'; remove it or check its spelling"
     )
 
 
@@ -190,10 +192,13 @@ def test_load_refuses_unknown_keys_naming_file_engine_and_key(tmp_path: Path) ->
             [item(1, "2025-02-01"), item(2, "2025-01-01")],
             "scorer@2 takes effect 2025-01-01, not after scorer@1",
         ),
-        ([item(1, "2025-01-01", "abc")], "code_fingerprint' has invalid value 'abc'"),
+        (
+            [item(1, "2025-01-01", "abc")],
+            r"key 'engines\[0\] \(scorer@1\)\.code_fingerprint' has invalid value 'abc'",
+        ),
         (
             [{k: v for k, v in item(1, "2025-01-01").items() if k != "description"}],
-            "missing key 'description'",
+            r"missing key 'engines\[0\] \(scorer@1\)\.description'",
         ),
     ],
     ids=["duplicate-version", "effective-order", "bad-fingerprint", "missing-key"],
@@ -338,17 +343,42 @@ def test_fill_replaces_pending_fingerprints_in_place(engine_pkg: Path, tmp_path:
     assert fill_fingerprints(path, search_path=search(engine_pkg)) == []
 
 
-def test_command_line_prints_fingerprints_and_fails_on_changed_code(
+def engines_cli(*args: str) -> int:
+    """``lakehouse engines ARGS`` in this process; returns the exit code."""
+    return main(["engines", *args, "--conf", str(REPO / "conf" / "lakehouse.yaml")])
+
+
+def test_engines_command_prints_fingerprints_and_fails_on_changed_code(
     engine_pkg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.syspath_prepend(str(engine_pkg.parents[1]))
-    assert main(["fingerprint", "tmpeng.logic:run_v1"]) == 0
+    assert engines_cli("fingerprint", "--implementation", "tmpeng.logic:run_v1") == 0
     assert capsys.readouterr().out.strip() == fp(engine_pkg)
     path = write_engines(tmp_path / "engines.yaml", [item(1, "2025-01-01", fp(engine_pkg))])
-    assert main(["check", str(path)]) == 0
+    assert engines_cli("check", "--engines", str(path)) == 0
+    assert capsys.readouterr().out.startswith("ok   scorer@1 ")
     edit(engine_pkg, "SCALE = 3", "SCALE = 6")
-    assert main(["check", str(path)]) == 1
+    assert engines_cli("check", "--engines", str(path)) == 1
     assert "FAIL scorer@1: engine scorer@1's code changed" in capsys.readouterr().out
-    assert main(["fingerprint", "tmpeng.gone:run_v1"]) == 2
+    assert engines_cli("list", "--engines", str(path)) == 1
+    assert "CHANGED: engine scorer@1's code changed" in capsys.readouterr().out
+    assert engines_cli("fingerprint", "--implementation", "tmpeng.gone:run_v1") == 2
     assert "cannot find module 'tmpeng.gone'" in capsys.readouterr().err
+    assert engines_cli("fingerprint") == 2
+    assert "needs --implementation" in capsys.readouterr().err
     assert "tmpeng.logic" not in sys.modules
+
+
+def test_engines_fill_command_fills_pending_fingerprints_in_place(
+    engine_pkg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(engine_pkg.parents[1]))
+    path = write_engines(tmp_path / "engines.yaml", [item(1, "2025-01-01")])
+    assert engines_cli("fill", "--engines", str(path), "--json") == 0
+    assert json.loads(capsys.readouterr().out) == {"filled": ["scorer@1"]}
+    assert path.read_text().startswith(HEADER)
+    assert load_engines(path).resolve("scorer").code_fingerprint == fp(engine_pkg)
+    assert engines_cli("fill", "--engines", str(path)) == 0
+    assert "no pending fingerprints" in capsys.readouterr().out
+    assert engines_cli("fill", "--engines", str(tmp_path / "missing.yaml")) == 2
+    assert "engines file not found" in capsys.readouterr().err
