@@ -105,6 +105,12 @@ INACTIVE_STATUSES: Final[tuple[CorrelationStatus, ...]] = (
 )
 """Statuses of row versions that no longer serve."""
 
+CURRENT_STATUSES: Final[tuple[CorrelationStatus, ...]] = (
+    CorrelationStatus.PROVISIONAL,
+    CorrelationStatus.AUTHORITATIVE,
+)
+"""Statuses of the row version that serves (at most one per ``correlation_id``)."""
+
 
 class Verdict(StrEnum):
     """What a replay's reconciliation decides (seed 000)."""
