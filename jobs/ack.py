@@ -27,7 +27,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     result = ack(ctx.registry, args.consumer, args.run_id, by=args.by, clock=ctx.clock)
     state = "acknowledged" if result.recorded else "already acknowledged"
     line = f"{state}: {result.consumer} for run {result.run_id} by {result.acknowledged_by}"
-    return Outcome(data=result.to_dict(), lines=[line])
+    return Outcome(data=result, lines=[line])
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     line = f"{result.decision}: run {result.run_id} by {result.approver} at {result.approved_at.isoformat()}"
     if result.decision == "approved":
         line += f"; next: lakehouse publish {result.run_id}"
-    return Outcome(data=result.to_dict(), lines=[line])
+    return Outcome(data=result, lines=[line])
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         story = entity_history(
             reader, args.table, args.entity, known_tables=known, use_index=not args.no_index
         )
-        return Outcome(data=story.to_dict(), lines=story.lines())
+        return Outcome(data=story, lines=story.lines())
     if not args.at:
         raise UsageError("asof needs --at TIMESTAMP (ISO-8601 with a time zone), or --history --entity ID")
     answer = asof(
@@ -73,13 +73,15 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         where=args.where,
         use_index=not args.no_index,
     )
-    if answer.routes_agree is False:
-        print(
-            f"error: routes disagree for {args.table} at {args.at}: first differing key "
-            f"{answer.first_difference and answer.first_difference.get('key')}",
-            file=sys.stderr,
-        )
-    return Outcome(data=answer.to_dict(), lines=answer.lines(), exit_code=answer.exit_code)
+    disagreement = (
+        f"routes disagree for {args.table} at {args.at}: first differing key "
+        f"{answer.first_difference and answer.first_difference.get('key')}"
+        if answer.routes_agree is False
+        else None
+    )
+    return Outcome(
+        data=answer.to_dict(), lines=answer.lines(), exit_code=answer.exit_code, error=disagreement
+    )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from lakehouse.quality import gate
+    from workloads.gold.quality import medallion_gate as gate
     from workloads.pipeline import run_gold, run_silver
     from workloads.silver.lateness import load_lateness_policy
 
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         )
     if gold.entity_index is not None:
         lines.append(gold.entity_index.line())
-    return Outcome(data=gold.as_dict(), lines=lines)
+    return Outcome(data=gold, lines=lines)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from jobs.common import add_common_arguments, execute
+from jobs.output import output_for
 
 COMMANDS: dict[str, str] = {
     "demo": "jobs.demo",
@@ -31,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "ledger": "jobs.ledger_job",
     "tables": "jobs.tables",
     "submit-args": "jobs.submit_args",
+    "jars": "jobs.jars",
 }
 """Command name -> module. Each module defines NAME, HELP, add_arguments(parser), run(args, ctx)."""
 
@@ -39,8 +42,22 @@ def _load(module_name: str) -> ModuleType:
     return importlib.import_module(module_name)
 
 
+class ArgumentsRefused(Exception):
+    """A command line argparse refuses; :func:`main` reports it like any other error (exit 2)."""
+
+    exit_code = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser that raises instead of printing usage and exiting, so that the
+    refusal reaches the output layer (one line, or one JSON line with ``--json``)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ArgumentsRefused(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lakehouse",
         description="A replayable medallion lakehouse on Spark, Delta Lake and Apache Iceberg.",
     )
@@ -61,7 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in args_list if not a.startswith("-")), None)
     parser = build_parser(only=chosen if chosen in COMMANDS else None)
-    args = parser.parse_args(args_list)
+    try:
+        args = parser.parse_args(args_list)
+    except ArgumentsRefused as exc:
+        output_for("--json" in args_list).error(str(exc), exc.exit_code)
+        return exc.exit_code
     if args.command is None:
         parser.print_help()
         return 2

@@ -1,23 +1,26 @@
-"""What every job shares: common flags, the session, output, and turning errors into exit codes.
+"""What every job shares: common flags, the session, logging, and turning errors into exit codes.
 
 A job is a function ``run(args, ctx) -> Outcome``. This module is the only place where a
-:class:`~lakehouse.errors.LakehouseError` becomes one line on stderr and an exit code;
-``--debug`` shows the traceback instead.
+:class:`~lakehouse.errors.LakehouseError` becomes an error on stderr (one line, or one JSON
+line with ``--json``) and an exit code; ``--debug`` shows the traceback as well. What a
+job returns is written by the output layer (:mod:`jobs.output`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-import time
+import logging
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
+
+from jobs.output import Block, Outcome, Output, TableView, output_for, table_lines
+from jobs.progress import StepProgress, configure_logging, log_level
 from lakehouse.config import DEFAULT_CONF_PATH, LakehouseConfig, load_config
 from lakehouse.errors import LakehouseError
 
@@ -27,14 +30,17 @@ if TYPE_CHECKING:
     from lakehouse.tables import TableRegistry
     from ledger import Clock, Ledger
 
+__all__ = [
+    "Block",
+    "Context",
+    "Outcome",
+    "TableView",
+    "add_common_arguments",
+    "execute",
+    "table_lines",
+]
 
-@dataclass(frozen=True)
-class Outcome:
-    """What a command produced: a plain-data payload for ``--json`` and lines for people."""
-
-    data: Mapping[str, Any]
-    lines: Sequence[str] = ()
-    exit_code: int = 0
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -43,8 +49,7 @@ class Context:
 
     args: argparse.Namespace
     config: LakehouseConfig
-    progress_enabled: bool = True
-    _started: float = field(default_factory=time.monotonic)
+    steps: StepProgress = field(default_factory=StepProgress)
 
     @cached_property
     def spark(self) -> SparkSession:
@@ -71,11 +76,9 @@ class Context:
 
         return SystemClock()
 
-    def progress(self, message: str) -> None:
-        """Progress goes to stderr so that stdout stays clean for ``--json``."""
-        if self.progress_enabled:
-            elapsed = time.monotonic() - self._started
-            print(f"[{elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
+    def progress(self, message: str, *, done: int | None = None, total: int | None = None) -> None:
+        """One step of long work (the callback library functions are handed), on stderr."""
+        self.steps(message, done=done, total=total)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,8 +93,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=["delta", "iceberg"], help="force one format for every table (overrides zones)"
     )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    parser.add_argument(
+        "--json", action="store_true", help="print the result as JSON (errors: one JSON line on stderr)"
+    )
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("--verbose", action="store_true", help="debug messages on stderr")
+    loudness.add_argument("--quiet", action="store_true", help="only warnings and errors on stderr")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
@@ -109,46 +116,41 @@ Handler = Callable[[argparse.Namespace, Context], Outcome]
 
 
 def execute(handler: Handler, args: argparse.Namespace) -> int:
-    """Run one command: load config, call the handler, print, map errors to exit codes."""
-    try:
-        config = load_config(args.conf, overrides=config_overrides(args))
-        ctx = Context(args=args, config=config, progress_enabled=not (args.quiet or args.json))
-        outcome = handler(args, ctx)
-    except LakehouseError as exc:
-        if args.debug:
-            traceback.print_exc()
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if args.debug:
-            traceback.print_exc()
-        else:
+    """Run one command: set up logging, load config, call the handler, write the result or
+    the error, and return the exit code."""
+    output = output_for(getattr(args, "json", False))
+    errors = Console(stderr=True)
+    configure_logging(
+        log_level(
+            verbose=getattr(args, "verbose", False),
+            quiet=getattr(args, "quiet", False),
+            as_json=getattr(args, "json", False),
+        ),
+        console=errors,
+    )
+    with StepProgress(errors) as steps:
+        try:
+            config = load_config(args.conf, overrides=config_overrides(args))
+            outcome = handler(args, Context(args=args, config=config, steps=steps))
+        except LakehouseError as exc:
+            steps.stop()
+            return _fail(output, str(exc), exc.exit_code, debug=args.debug)
+        except KeyboardInterrupt:
+            steps.stop()
+            return _fail(output, "interrupted", 130, debug=False)
+        except Exception as exc:
+            steps.stop()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            print(
-                f"error: unexpected {type(exc).__name__}: {first} (rerun with --debug for details)",
-                file=sys.stderr,
-            )
-        return 1
-    emit(outcome, as_json=args.json)
+            hint = "" if args.debug else " (rerun with --debug for details)"
+            return _fail(output, f"unexpected {type(exc).__name__}: {first}{hint}", 1, debug=args.debug)
+    output.result(outcome)
+    if outcome.error is not None:
+        output.error(outcome.error, outcome.exit_code)
     return outcome.exit_code
 
 
-def emit(outcome: Outcome, *, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(outcome.data, indent=2, sort_keys=True, default=str))
-    else:
-        for line in outcome.lines:
-            print(line)
-
-
-def table_lines(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[str]:
-    """A plain-text table for people."""
-    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
-    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
-    header = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
-    rule = "  ".join("-" * w for w in widths)
-    body = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
-    return [header, rule, *body]
+def _fail(output: Output, message: str, exit_code: int, *, debug: bool) -> int:
+    if debug:
+        traceback.print_exc()
+    output.error(message, exit_code)
+    return exit_code

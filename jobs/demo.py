@@ -10,7 +10,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, table_lines
+from jobs.common import Block, Context, Outcome, TableView
+from jobs.output import plain
 
 NAME = "demo"
 HELP = (
@@ -28,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from lakehouse.quality import gate
+    from workloads.gold.quality import medallion_gate as gate
     from workloads.synthetic.demo import DemoSettings, run_demo
 
     settings = DemoSettings(entities=args.entities, months=args.months, restate=not args.no_restate)
@@ -41,26 +42,26 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         settings=settings,
         gate=gate,
     )
-    return Outcome(data=report.to_dict(), lines=_lines(ctx, report.to_dict()))
+    return Outcome(data=report, lines=_lines(ctx, plain(report)))
 
 
-def _lines(ctx: Context, report: dict[str, Any]) -> list[str]:
+def _lines(ctx: Context, report: dict[str, Any]) -> list[Block]:
     medallion = report["chapters"]["medallion"]
-    lines = [
+    lines: list[Block] = [
         f"lakehouse work dir: {ctx.config.workdir_path}",
         f"iceberg catalog '{ctx.config.iceberg.name}': {ctx.config.iceberg_uri}",
         "",
         "zones and tables:",
-        *table_lines(report["tables"], ["name", "zone", "format", "rows", "current_version"]),
+        TableView(report["tables"], ["name", "zone", "format", "rows", "current_version"]),
         "",
         "quarantine (feed:reason -> rows):",
         *[f"  {reason:<40} {n}" for reason, n in medallion["quarantine_reasons"].items()],
         "",
         f"exceptions awaiting approval (first {len(medallion['exceptions_awaiting_approval'])}):",
-        *table_lines(medallion["exceptions_awaiting_approval"], ["event_id", "domain", "period", "status"]),
+        TableView(medallion["exceptions_awaiting_approval"], ["event_id", "domain", "period", "status"]),
         "",
         "top correlations:",
-        *table_lines(
+        TableView(
             medallion["top_correlations"],
             ["correlation_type", "entity_a", "entity_b", "confidence", "engine"],
         ),

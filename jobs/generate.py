@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 
@@ -38,8 +37,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         summary = generate(out, settings, ctx.progress, policy=load_lateness_policy())
     except (ValueError, FileExistsError) as exc:
         raise UsageError(f"generate: {exc}") from None
-    data = {k: (str(v) if isinstance(v, Path | date) else v) for k, v in asdict(summary).items()}
-    return Outcome(data=data, lines=summary.describe().splitlines())
+    return Outcome(data=summary, lines=summary.describe().splitlines())
 
 
 if __name__ == "__main__":

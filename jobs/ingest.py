@@ -9,7 +9,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Block, Context, Outcome, TableView
 
 NAME = "ingest"
 HELP = "ingest a feed's deliveries into Bronze (re-ingesting a manifest is a no-op)"
@@ -27,9 +27,15 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
 
     source = args.source or ctx.config.workdir_path / "history"
     report = run_ingest(ctx.registry, ctx.ledger, ctx.clock, feed=args.feed, source=source)
-    lines = [report.describe()]
-    lines += [f"  {m.delivery}  {m.status:<17} rows={m.rows}  {m.manifest_id[:16]}" for m in report.manifests]
-    return Outcome(data=report.to_dict(), lines=lines)
+    deliveries = [
+        {"delivery": m.delivery, "status": m.status, "rows": m.rows, "manifest": m.manifest_id[:16]}
+        for m in report.manifests
+    ]
+    lines: list[Block] = [
+        report.describe(),
+        TableView(deliveries, ["delivery", "status", "rows", "manifest"]),
+    ]
+    return Outcome(data=report, lines=lines)
 
 
 if __name__ == "__main__":

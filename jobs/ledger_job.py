@@ -7,16 +7,15 @@ the ``ledger`` package.)
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, table_lines
+from jobs.common import Context, Outcome, TableView
+from jobs.output import plain
 
 NAME = "ledger"
 HELP = "show ledger entries, verify the hash chain, or trace a table version to its run"
@@ -34,10 +33,11 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     reader = ctx.ledger.reader
     if args.action == "verify":
         report = reader.verify()
-        data = dataclasses.asdict(report)
         status = "ok" if report.ok else f"BROKEN at seq {report.first_broken_seq}: {report.problem}"
         return Outcome(
-            data=data, lines=[f"ledger: {report.entries} entries, {status}"], exit_code=0 if report.ok else 4
+            data=report,
+            lines=[f"ledger: {report.entries} entries, {status}"],
+            exit_code=0 if report.ok else 4,
         )
     if args.action == "lineage":
         if not args.table:
@@ -53,7 +53,6 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
                 lines=[f"{args.table}@{version}: no run in the ledger produced this version"],
                 exit_code=1,
             )
-        data = _plain(dataclasses.asdict(found))
         lines = [
             f"{args.table}@{version} was produced by run {found.run_id} "
             f"({found.command}, purpose {found.purpose})",
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         ]
         if found.effective_at:
             lines.append(f"published: {found.effective_at.isoformat()}")
-        return Outcome(data=data, lines=lines)
+        return Outcome(data=found, lines=lines)
     records = reader.records(kind=args.kind, run_id=args.run)
     rows = [
         {
@@ -75,21 +74,9 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         }
         for r in records
     ]
-    data = {"entries": [{**dataclasses.asdict(r), "body": json.loads(r.body)} for r in records]}
-    return Outcome(
-        data=_plain(data), lines=table_lines(rows, ["seq", "recorded_at", "kind", "run_id", "hash", "body"])
-    )
-
-
-def _plain(value: Any) -> Any:
-    """Pydantic models inside dataclasses become plain data for JSON."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+    data = {"entries": [{**plain(r), "body": json.loads(r.body)} for r in records]}
+    columns = ["seq", "recorded_at", "kind", "run_id", "hash", "body"]
+    return Outcome(data=data, lines=[TableView(rows, columns)])
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.replay import publish
 
     result = publish(ctx.registry, args.run_id, clock=ctx.clock)
-    return Outcome(data=result.to_dict(), lines=result.lines())
+    return Outcome(data=result, lines=result.lines())
 
 
 if __name__ == "__main__":

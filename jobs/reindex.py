@@ -36,7 +36,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     if args.buckets is not None and args.buckets < 1:
         raise UsageError(f"--buckets must be at least 1, not {args.buckets}")
     done = refresh_entity_index(ctx.registry, ctx.ledger, ctx.clock, buckets=args.buckets)
-    return Outcome(data=done.to_dict(), lines=[done.line()])
+    return Outcome(data=done, lines=[done.line()])
 
 
 if __name__ == "__main__":

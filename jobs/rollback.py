@@ -29,7 +29,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         f"{result.to_version} (was {result.from_version}) as new version {result.new_version}"
     )
     lines = [line] + ([result.entity_index.line()] if result.entity_index is not None else [])
-    return Outcome(data=result.to_dict(), lines=lines)
+    return Outcome(data=result, lines=lines)
 
 
 if __name__ == "__main__":

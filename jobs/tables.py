@@ -9,7 +9,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, table_lines
+from jobs.common import Context, Outcome, TableView
 
 NAME = "tables"
 HELP = "list every configured table with its zone, format, location, existence and version"
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             }
         )
     columns = ["name", "zone", "format", "exists", "current_version", "location"]
-    return Outcome(data={"tables": rows}, lines=table_lines(rows, columns))
+    return Outcome(data={"tables": rows}, lines=[TableView(rows, columns)])
 
 
 if __name__ == "__main__":
