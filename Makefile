@@ -7,26 +7,39 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCK := requirements.lock
+LOCK_TOOLS := .lock-tools
+UV_VERSION ?= 0.13.9
+LOCK_ARGS ?=
 CONF ?= conf/lakehouse.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup jars demo test test-fast lint format bench clean clean-work
+.PHONY: help setup lock jars demo test test-fast lint format bench clean clean-work
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# The environment is installed from the lock file (every package pinned, with hashes), then the
+# project itself without dependencies, so two fresh clones get the same versions.
+$(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found %s); set PYTHON=/path/to/python3.11" % sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes -r $(LOCK)
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
-setup: $(STAMP) jars ## create .venv, install the package and tools, resolve the JVM jars
+setup: $(STAMP) jars ## create .venv, install the locked packages and the project, resolve the JVM jars
+
+lock: ## resolve pyproject.toml (with the dev extra) into $(LOCK), keeping pins that still fit; LOCK_ARGS=--upgrade for the newest
+	@test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/pip install --quiet --disable-pip-version-check 'uv==$(UV_VERSION)'; }
+	$(LOCK_TOOLS)/bin/uv pip compile pyproject.toml --extra dev $(LOCK_ARGS) \
+		--python-version 3.11 --python-platform x86_64-unknown-linux-gnu \
+		--generate-hashes --custom-compile-command 'make lock' --quiet -o $(LOCK)
 
 jars: $(STAMP) ## resolve the JVM jars once into ~/.cache/lakehouse-replay (outside git)
-	@$(BIN)/python -m lakehouse.jars $(CONF)
+	@$(BIN)/lakehouse jars --conf $(CONF)
 
 demo: setup ## run the main job on the embedded default (work/ under this folder)
 	$(BIN)/lakehouse demo --conf $(CONF)
@@ -59,4 +72,4 @@ clean-work: ## remove the demo work dir
 	rm -rf work
 
 clean: clean-work ## remove the virtualenv and caches (the jar cache in ~/.cache is kept)
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
+	rm -rf $(VENV) $(LOCK_TOOLS) .mypy_cache .ruff_cache .pytest_cache *.egg-info

@@ -3,13 +3,15 @@
 Spark's own resolver (Ivy, the same one ``spark-submit --packages`` uses on a cluster)
 resolves the configured Maven coordinates once, in a child process, into
 ``jars.cache_dir``. The list of resolved jar files is written next to them; every later
-session loads those files with ``spark.jars`` and never touches the network.
+session loads those files with ``spark.jars`` and never touches the network. ``lakehouse
+jars`` (``make jars``) runs the resolution ahead of the first session.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -21,6 +23,8 @@ from pathlib import Path
 from lakehouse.errors import EnvironmentProblem
 
 SUPPORTED_JAVA = (17, 21)
+
+log = logging.getLogger(__name__)
 
 _RESOLVE_SCRIPT = r"""
 import json, sys
@@ -74,6 +78,7 @@ def resolve_jars(
     if cached is not None:
         return cached
     check_java()
+    log.debug("resolving %s from %s (once, into %s)", ", ".join(packages), repository, cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     settings = cache_dir / "ivysettings.xml"
     settings.write_text(_IVY_SETTINGS.format(cache=cache_dir / "cache", repository=repository))
@@ -94,6 +99,7 @@ def resolve_jars(
     manifest_path(cache_dir, packages, excludes).write_text(
         json.dumps({"packages": sorted(packages), "jars": [str(j) for j in jars]}, indent=2)
     )
+    log.debug("resolved %d jars: %s", len(jars), ", ".join(j.name for j in jars))
     return jars
 
 
@@ -136,24 +142,3 @@ def check_java() -> None:
             f"Spark 4.1 needs Java 17 or 21, found {major or 'an unreadable version'} at {java}; "
             f"set JAVA_HOME to a Java 17 or 21 installation"
         )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m lakehouse.jars [CONF]``: resolve the configured jars (used by make setup)."""
-    from lakehouse.config import load_config
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    config = load_config(args[0] if args else None)
-    try:
-        jars = resolve_jars(
-            config.jar_cache_path, config.jars.packages, config.jars.excludes, config.jars.repository
-        )
-    except EnvironmentProblem as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    print(f"{len(jars)} jars ready in {config.jar_cache_path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -8,6 +8,7 @@ the resolved cache (see :mod:`lakehouse.jars`).
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,8 @@ from lakehouse.jars import check_java, resolve_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -88,6 +91,7 @@ def build_session(config: LakehouseConfig) -> SparkSession:
     if launched_by_spark_submit():
         # spark-submit already started the JVM with the cluster's master, packages and
         # catalog settings (see `lakehouse submit-args`); only runtime settings apply now.
+        log.debug("joining the session spark-submit started (%s)", config.spark.app_name)
         builder = SparkSession.builder.appName(config.spark.app_name)
         for key, value in runtime_conf(config).items():
             builder = builder.config(key, value)
@@ -101,6 +105,12 @@ def build_session(config: LakehouseConfig) -> SparkSession:
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
         builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+        log.debug(
+            "starting Spark: master %s, %d jars from %s",
+            config.spark.master,
+            len(jars),
+            config.jar_cache_path,
+        )
         for key, value in session_conf(config).items():
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
