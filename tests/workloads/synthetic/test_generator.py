@@ -32,10 +32,10 @@ from workloads.synthetic.generator import (
     expected_fate,
     generate,
     load_lateness_policy,
-    main,
 )
 
-POLICY_FILE = Path(__file__).resolve().parents[3] / "conf" / "policies.yaml"
+REPO = Path(__file__).resolve().parents[3]
+POLICY_FILE = REPO / "conf" / "policies.yaml"
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 # Written from the brief, not imported from the generator.
@@ -295,6 +295,19 @@ def tree_hashes(root: Path) -> dict[str, str]:
     }
 
 
+def lakehouse_generate(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``lakehouse generate`` (``python -m jobs generate``) from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "jobs", "generate", *args, "--quiet"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+
+
 # --------------------------------------------------------------------------------------
 # Fixtures
 # --------------------------------------------------------------------------------------
@@ -340,11 +353,10 @@ def test_output_does_not_depend_on_the_process(tmp_path: Path) -> None:
     """A fresh interpreter with another hash seed writes the same bytes (no hash(), no sets)."""
     settings = GeneratorSettings(entities=50, months=3, seed=8)
     generate(tmp_path / "here", settings)
-    repo = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    command = [sys.executable, "-m", "workloads.synthetic.generator", "--out", str(tmp_path / "there")]
-    command += ["--entities", "50", "--months", "3", "--seed", "8", "--quiet"]
-    subprocess.run(command, cwd=repo, env=env, check=True, capture_output=True)
+    lakehouse_generate(
+        "--out", str(tmp_path / "there"), "--entities", "50", "--months", "3", "--seed", "8", env=env
+    )
     assert tree_hashes(tmp_path / "here") == tree_hashes(tmp_path / "there")
 
 
@@ -689,26 +701,14 @@ def test_expected_fate_boundaries() -> None:
     assert expected_fate(LatenessRule(3, 0, "adjust"), on_time, date(2025, 2, 2)) == ("silver:adjustment")
 
 
-def test_command_line_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        [
-            "--out",
-            str(tmp_path / "cli"),
-            "--entities",
-            "50",
-            "--months",
-            "3",
-            "--seed",
-            "5",
-            "--start",
-            "2025-03-01",
-            "--quiet",
-        ]
+def test_command_line_prints_the_summary(tmp_path: Path) -> None:
+    out = tmp_path / "cli"
+    done = lakehouse_generate(
+        "--out", str(out), "--entities", "50", "--months", "3", "--seed", "5", "--start", "2025-03-01"
     )
-    assert code == 0
-    out = capsys.readouterr().out
-    assert "total events" in out
-    assert "truncated_file" in out
-    truth = json.loads((tmp_path / "cli" / "_ground_truth.json").read_text(encoding="utf-8"))
+    assert done.returncode == 0
+    assert "total events" in done.stdout
+    assert "truncated_file" in done.stdout
+    truth = json.loads((out / "_ground_truth.json").read_text(encoding="utf-8"))
     assert truth["settings"]["start"] == "2025-03-01"
     assert truth["settings"]["seed"] == 5
