@@ -26,7 +26,10 @@ from typing import Any
 
 import pytest
 
+from workloads.synthetic.faults import closed_period_fate
 from workloads.synthetic.generator import (
+    FATES,
+    FAULT_KINDS,
     GeneratorSettings,
     LatenessRule,
     expected_fate,
@@ -699,6 +702,16 @@ def test_expected_fate_boundaries() -> None:
     on_time = datetime(2025, 1, 28, 0, 0, tzinfo=UTC)
     assert expected_fate(LatenessRule(3, 0, "adjust"), on_time, date(2025, 1, 31)) == "silver"
     assert expected_fate(LatenessRule(3, 0, "adjust"), on_time, date(2025, 2, 2)) == ("silver:adjustment")
+
+
+def test_fate_and_kind_strings_are_the_documented_ones() -> None:
+    """Built from workloads.vocabulary, the strings stay exactly those written above."""
+    assert list(FAULT_KINDS) == list(KINDS_AND_FATES)
+    assert set(FATES) == set().union(*KINDS_AND_FATES.values())
+    assert len(FATES) == len(set(FATES))
+    for action, fate in ACTION_FATES.items():
+        assert closed_period_fate(action) == fate
+    assert all(type(fate) is str for fate in FATES)
 
 
 def test_command_line_prints_the_summary(tmp_path: Path) -> None:
