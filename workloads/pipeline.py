@@ -8,24 +8,25 @@ these; the builds themselves (``workloads.bronze.ingest``, ``workloads.silver.bu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
-from typing import Any
 
+from lakehouse.quality import Gate
 from lakehouse.tables import TableRegistry
 from ledger import Clock, Ledger
-from workloads.bronze.ingest import IngestReport, ingest_feed
+from workloads.bronze.ingest import IngestReport, bronze_table_of, ingest_feed
 from workloads.engines import correlation, entity_resolution
 from workloads.gold.build import GoldReport, build_gold
 from workloads.gold.entity_index import refresh_entity_index
 from workloads.runs import DEFAULT_ENGINES, new_run_id, pin, recorded_run, verified_engines
 from workloads.silver.build import SilverReport, build_silver
 from workloads.silver.lateness import LatenessRule
-from workloads.vocabulary import BRONZE_TABLES
+from workloads.vocabulary import BRONZE_TABLES, TableName
 
-Gate = Callable[[str, Any], None]
+log = logging.getLogger(__name__)
 
 
 def _written(outputs: Mapping[str, int | None]) -> dict[str, int]:
@@ -37,7 +38,7 @@ def run_ingest(
 ) -> IngestReport:
     """Ingest one feed's new deliveries as a recorded run."""
     run_id = new_run_id(f"ingest-{feed}", clock.now(), str(source))
-    inputs = pin(registry, [f"bronze.{feed}", "ops.manifests"])
+    inputs = pin(registry, [bronze_table_of(feed), TableName.MANIFESTS])
     with recorded_run(
         ledger,
         run_id=run_id,
@@ -45,11 +46,12 @@ def run_ingest(
         purpose="ingest",
         inputs=inputs,
         parameters={"feed": feed, "source": str(source)},
-    ) as log:
+    ) as run:
         report = ingest_feed(registry, feed, source, run_id=run_id)
-        log.outputs.update(_written(report.outputs))
-        log.counts["rows_written"] = report.rows_written
-        log.counts["manifests_ingested"] = len(report.ingested)
+        run.outputs.update(_written(report.outputs))
+        run.counts["rows_written"] = report.rows_written
+        run.counts["manifests_ingested"] = len(report.ingested)
+    log.info("recorded ingest run %s: %d rows written", run_id, report.rows_written)
     return report
 
 
@@ -78,14 +80,15 @@ def run_silver(
         inputs=inputs,
         engines=engines,
         parameters=window,
-    ) as log:
+    ) as run:
         report = build_silver(
             registry, run_id=run_id, policy=policy, since=since, until=until, inputs=inputs, gate=gate
         )
-        log.outputs.update(_written(report.outputs))
+        run.outputs.update(_written(report.outputs))
         for fates in report.fates.values():
             for fate, count in fates.items():
-                log.counts[fate] = log.counts.get(fate, 0) + count
+                run.counts[fate] = run.counts.get(fate, 0) + count
+    log.info("recorded silver run %s: outputs %s", run_id, dict(run.outputs))
     return report
 
 
@@ -102,7 +105,7 @@ def run_gold(
     engines = verified_engines([(correlation.NAME, int(correlation.VERSION))], engines_path)
     started = clock.now()
     run_id = new_run_id("gold", started)
-    inputs = pin(registry, ["silver.events"])
+    inputs = pin(registry, [TableName.SILVER_EVENTS])
     with recorded_run(
         ledger,
         run_id=run_id,
@@ -111,10 +114,10 @@ def run_gold(
         inputs=inputs,
         engines=engines,
         parameters={"full": full},
-    ) as log:
+    ) as run:
         report = build_gold(registry, run_id=run_id, recorded_at=started, full=full, gate=gate)
-        log.outputs.update(_written(report.outputs))
-        log.counts.update(
+        run.outputs.update(_written(report.outputs))
+        run.counts.update(
             {
                 "events": report.events,
                 "unattributed_events": report.unattributed_events,
@@ -122,6 +125,7 @@ def run_gold(
             }
         )
         if report.correlations is not None:
-            log.counts["correlations_inserted"] = report.correlations.inserted
-            log.counts["correlations_updated"] = report.correlations.updated
+            run.counts["correlations_inserted"] = report.correlations.inserted
+            run.counts["correlations_updated"] = report.correlations.updated
+    log.info("recorded gold run %s: outputs %s", run_id, dict(run.outputs))
     return replace(report, entity_index=refresh_entity_index(registry, ledger, clock))

@@ -8,6 +8,7 @@ versions recorded here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import first_line
 from ledger import EngineIdentity, InputRead, Ledger, OutputWritten, RunFinished, RunStarted
 from ledger.engines import load_engines, verify_fingerprint
+
+log = logging.getLogger(__name__)
 
 DEFAULT_ENGINES = Path("conf/engines.yaml")
 
@@ -44,6 +47,7 @@ def pin(registry: TableRegistry, tables: Sequence[str]) -> dict[str, int | None]
     for name in tables:
         table = registry.get(name)
         pins[name] = table.current_version() if table.exists() else None
+    log.debug("pinned %s", pins)
     return pins
 
 
@@ -83,22 +87,25 @@ def recorded_run(
             parameters={k: _jsonable(v) for k, v in (parameters or {}).items()},
         )
     )
-    log = RunLog(run_id=run_id)
+    log.info("run %s started: %s", run_id, command)
+    run = RunLog(run_id=run_id)
     try:
-        yield log
+        yield run
     except Exception as exc:
         ledger.writer.append(
             RunFinished(run_id=run_id, status="failed", error=first_line(exc) or type(exc).__name__)
         )
+        log.info("run %s failed: %s", run_id, first_line(exc) or type(exc).__name__)
         raise
     ledger.writer.append(
         RunFinished(
             run_id=run_id,
             status="ok",
-            outputs={name: OutputWritten(version=v) for name, v in sorted(log.outputs.items())},
-            counts=dict(sorted(log.counts.items())),
+            outputs={name: OutputWritten(version=v) for name, v in sorted(run.outputs.items())},
+            counts=dict(sorted(run.counts.items())),
         )
     )
+    log.info("run %s finished: %d output(s) written", run_id, len(run.outputs))
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,15 +1,16 @@
-"""Quality gates: each suite passes clean rows, names every violation, and stops writes.
+"""Quality gates: the generic runner and gate, exercised with the workloads' real suites.
 
-Frames are built inline with the configured table schemas (nullability relaxed so that
-violating rows can be expressed); one test per format writes through a gate into a real
-table and validates what the table reads back.
+Each suite passes clean rows and names every violation. Frames are built inline with the
+configured table schemas (nullability relaxed so that violating rows can be expressed).
+That a failing gate stops a real build's writes is tested through the product in
+``tests/workloads/silver/test_quality_gate.py``.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -18,21 +19,20 @@ from typing import Any
 import pytest
 
 from lakehouse import quality
-from lakehouse.config import LakehouseConfig, Zone
+from lakehouse.config import LakehouseConfig
 from lakehouse.errors import DataQualityError, UnknownTableError
 from lakehouse.quality import (
     COLUMN_MISSING,
-    SUITES,
     CheckKind,
     ExpectationFailure,
     GateResult,
-    enforce,
-    gate_for,
-    make_gate,
-    suite_for,
-    validate,
+    QualityGate,
+    Suite,
+    in_set,
+    suites_by_table,
 )
-from lakehouse.tables import Table
+from workloads.gold.quality import MEDALLION_SUITES as SUITES
+from workloads.gold.quality import medallion_gate
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +41,14 @@ D0 = date(2025, 3, 1)
 D1 = date(2025, 3, 2)
 
 Row = Mapping[str, Any]
+
+
+def validate(df: Any, table: str) -> GateResult:
+    return medallion_gate.validate(df, table)
+
+
+def enforce(df: Any, table: str) -> GateResult:
+    return medallion_gate.enforce(df, table)
 
 
 # -- inline frames ------------------------------------------------------------------------
@@ -286,24 +294,30 @@ def test_every_suite_names_a_configured_table_and_only_its_columns(lakehouse_con
 def test_value_sets_match_what_the_producing_workloads_emit() -> None:
     from workloads.engines import correlation
     from workloads.gold import baselines
-    from workloads.silver import build as silver
+    from workloads.gold import quality as gold
+    from workloads.silver import quality as silver
     from workloads.synthetic import generator, population
 
-    assert set(quality.DOMAINS) == set(generator.FEEDS)
-    assert set(quality.CURRENCIES) == set(population.CURRENCIES)
-    assert set(quality.LATENESS) == {
-        silver.LATENESS_ON_TIME,
-        silver.LATENESS_LATE,
-        silver.LATENESS_REOPEN,
-        silver.LATENESS_ADJUSTMENT,
-    }
-    assert set(quality.WINDOW_DAYS) == set(baselines.WINDOWS)
-    assert correlation.STATUS in quality.CORRELATION_STATUSES
+    assert set(silver.DOMAINS) == set(generator.FEEDS)
+    assert set(silver.CURRENCIES) == set(population.CURRENCIES)
+    assert set(silver.LATENESS) == {"on_time", "late", "reopen", "adjustment"}
+    assert set(gold.WINDOW_DAYS) == set(baselines.WINDOWS)
+    assert correlation.STATUS in gold.CORRELATION_STATUSES
+    assert set(gold.CORRELATION_STATUSES) == {"provisional", "authoritative", "superseded", "retracted"}
 
 
-def test_importing_the_module_loads_neither_gx_nor_spark() -> None:
+def test_the_generic_layer_names_no_table_and_no_business_value() -> None:
+    sources = "\n".join(p.read_text() for p in sorted((REPO_ROOT / "lakehouse" / "quality").glob("*.py")))
+    for word in ("silver.", "gold.", "ops.", "bronze.", "orders", "EUR", "on_time", "authoritative"):
+        assert word not in sources, word
+    assert "import workloads" not in sources
+    assert "from workloads" not in sources
+
+
+def test_importing_the_gate_and_its_suites_loads_neither_gx_nor_spark() -> None:
     code = (
-        "import sys, lakehouse.quality as q; q.suite_for('silver.events'); "
+        "import sys, lakehouse.quality, workloads.gold.quality as q; "
+        "q.medallion_gate.suite_for('silver.events'); "
         "heavy = [m for m in ('great_expectations', 'pyspark') if m in sys.modules]; "
         "assert not heavy, heavy"
     )
@@ -315,9 +329,17 @@ def test_importing_the_module_loads_neither_gx_nor_spark() -> None:
 
 def test_unknown_tables_are_refused_up_front() -> None:
     with pytest.raises(UnknownTableError, match=r"no quality suite for table 'gold\.nope'.*silver\.events"):
-        suite_for("gold.nope")
+        medallion_gate.suite_for("gold.nope")
     with pytest.raises(UnknownTableError):
-        gate_for("gold.nope")
+        medallion_gate.for_table("gold.nope")
+
+
+def test_a_gate_refuses_suites_filed_under_another_table_or_twice() -> None:
+    suite = Suite(table="zone.a", checks=(in_set("kind", ("x",)),), identity=("id",))
+    with pytest.raises(ValueError, match=r"suite filed under 'zone\.b' is the suite of 'zone\.a'"):
+        QualityGate({"zone.b": suite})
+    with pytest.raises(ValueError, match=r"two quality suites for table 'zone\.a'"):
+        suites_by_table([suite, suite])
 
 
 def test_a_failed_result_renders_as_one_line_naming_table_expectation_and_samples() -> None:
@@ -338,7 +360,7 @@ def test_a_failed_result_renders_as_one_line_naming_table_expectation_and_sample
 
 
 def test_pair_samples_are_shown_in_rule_order_and_values_as_plain_text() -> None:
-    suite = suite_for("gold.correlations")
+    suite = medallion_gate.suite_for("gold.correlations")
     check = next(c for c in suite.checks if c.kind is CheckKind.LESS_THAN)
     # GX reports the pair as (column_A, column_B) = (entity_b, entity_a)
     samples = quality.render_samples(check, suite, {"partial_unexpected_list": [("ent-1", "ent-9")]})
@@ -479,46 +501,27 @@ def test_validation_leaves_nothing_cached_and_prints_nothing(
         cached.unpersist()
 
 
-# -- Spark, both formats: the gate in front of a real write -------------------------------
-
-
-def write_if_gate_passes(table: Table, df: Any, gate: Callable[[str, Any], None], name: str) -> None:
-    """What the Silver/Gold builds do: call the gate, then write; a raising gate writes nothing."""
-    gate(name, df)
-    table.append(df, run_id="run-gated")
+# -- Spark: the gate's hooks ---------------------------------------------------------------
 
 
 @pytest.mark.spark
-def test_a_failing_gate_leaves_the_visible_table_untouched(
-    make_table: Callable[..., Table], spark_session: Any, lakehouse_config: LakehouseConfig
+def test_an_observed_gate_reports_every_result_and_raises_on_the_failing_one(
+    spark_session: Any, lakehouse_config: LakehouseConfig
 ) -> None:
     name = "gold.correlations"
-    settings = lakehouse_config.tables[name]
-    table = make_table(settings.schema_ddl, zone=Zone.GOLD, partition_by=settings.partition_by)
     clean = frame(spark_session, lakehouse_config, name, CLEAN[name])
-    seen: list[GateResult] = []
-    hook = make_gate(seen.append)
-
-    write_if_gate_passes(table, clean, hook, name)
-    before_rows = sorted(tuple(r) for r in table.read().collect())
-    before_version = table.current_version()
-    before_history = [c.version for c in table.history()]
-    assert len(before_rows) == len(CLEAN[name])
-
-    # what a reader of the table sees passes the suite too (validated straight from the table)
-    assert validate(table.read(), name).success
-
     bad = frame(
         spark_session, lakehouse_config, name, [correlation("x1", "ent-1", "ent-2", status="pending")]
     )
+    seen: list[GateResult] = []
+    gate = medallion_gate.observed(seen.append)
+
+    gate(name, clean)
     with pytest.raises(DataQualityError, match=r"gold\.correlations.*status=pending"):
-        write_if_gate_passes(table, bad, hook, name)
+        gate(name, bad)
     assert [r.success for r in seen] == [True, False], "on_result sees each result, the failing one too"
 
-    assert table.current_version() == before_version
-    assert [c.version for c in table.history()] == before_history
-    assert sorted(tuple(r) for r in table.read().collect()) == before_rows
-
-    one_table = gate_for(name)
+    one_table = medallion_gate.for_table(name)
+    one_table(clean)
     with pytest.raises(DataQualityError):
         one_table(bad)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,8 +44,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
+from lakehouse.config import Zone
 from lakehouse.digest import canonical_json, digest_of
 from lakehouse.errors import IngestError
+from workloads.vocabulary import TableName
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -59,7 +62,10 @@ __all__ = [
     "IngestReport",
     "Manifest",
     "ManifestStatus",
+    "bronze_table_of",
+    "bronze_tables",
     "build_manifest",
+    "feed_of",
     "ingest_feed",
     "ingest_history",
     "json_object",
@@ -70,7 +76,9 @@ __all__ = [
 STATUS_INGESTED: Final = "ingested"
 STATUS_ALREADY_INGESTED: Final = "already_ingested"
 
-MANIFESTS_TABLE: Final = "ops.manifests"
+log = logging.getLogger(__name__)
+
+MANIFESTS_TABLE: Final = TableName.MANIFESTS
 MANIFEST_IDS_KEY: Final = "lakehouse.manifest-ids"
 """Bronze commit metadata key: the comma-separated ids of the manifests the commit holds."""
 EVENT_TIME_FORMAT: Final = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS]XXX"
@@ -192,6 +200,21 @@ class IngestReport:
 # --------------------------------------------------------------------------------------
 # Pure helpers: files, manifests, folder layout
 # --------------------------------------------------------------------------------------
+
+
+def bronze_tables(registry: TableRegistry) -> list[str]:
+    """Every configured table of the Bronze zone (``bronze.<feed>``), in config order."""
+    return [name for name in registry.names() if registry.spec(name).zone is Zone.BRONZE]
+
+
+def feed_of(bronze_table: str) -> str:
+    """``bronze.orders`` -> ``orders``: the feed a Bronze table holds."""
+    return bronze_table.partition(".")[2]
+
+
+def bronze_table_of(feed: str) -> str:
+    """``orders`` -> ``bronze.orders``: the Bronze table a feed lands in."""
+    return f"{Zone.BRONZE.value}.{feed}"
 
 
 def is_csv(path: str) -> bool:
@@ -527,9 +550,9 @@ def ingest_feed(registry: TableRegistry, feed: str, source_dir: Path | str, *, r
     path, or a changed ingested delivery, raises :class:`IngestError` before anything is
     written. Missing tables are created.
     """
-    bronze_name = f"bronze.{feed}"
+    bronze_name = bronze_table_of(feed)
     if bronze_name not in registry.names():
-        feeds = sorted(n.split(".", 1)[1] for n in registry.names() if n.startswith("bronze."))
+        feeds = sorted(feed_of(n) for n in bronze_tables(registry))
         raise IngestError(f"unknown feed {feed!r}; known feeds: {', '.join(feeds) or 'none configured'}")
     root, feed_dir = locate_feed(Path(source_dir).expanduser().resolve(), feed)
     manifests = [build_manifest(root, feed, folder) for folder in delivery_folders(feed_dir)]
@@ -566,6 +589,17 @@ def ingest_feed(registry: TableRegistry, feed: str, source_dir: Path | str, *, r
     if fresh or unrecorded:
         manifests_table.append(_manifest_rows(registry, [*unrecorded, *fresh], run_id), run_id=run_id)
 
+    log.info(
+        "ingest %s (%s): %d delivery(ies) found, %d new, %d rows written to %s",
+        feed,
+        run_id,
+        len(manifests),
+        len(fresh),
+        rows_written,
+        bronze_name,
+    )
+    if unrecorded:
+        log.info("ingest %s: completed the ops.manifests record of %d manifest(s)", feed, len(unrecorded))
     fresh_ids = {m.manifest_id for m in fresh}
     statuses = tuple(
         ManifestStatus(
@@ -600,7 +634,7 @@ def ingest_history(
     if not base.is_dir():
         raise IngestError(f"{base}: no such folder; pass the history root (the generator's --out)")
     if feeds is None:
-        configured = [n.split(".", 1)[1] for n in registry.names() if n.startswith("bronze.")]
+        configured = [feed_of(n) for n in bronze_tables(registry)]
         feeds = [f for f in configured if (base / f).is_dir()]
         if not feeds:
             raise IngestError(f"{base} holds no feed folder ({', '.join(configured)}); pass the history root")

@@ -18,18 +18,13 @@ from lakehouse.digest import canonical_hash, canonical_json
 from lakehouse.tables import RUN_ID_KEY
 from workloads.engines.correlation import ENGINE, confidence, correlation_id
 from workloads.gold.baselines import affected_days, baselines
-from workloads.gold.build import (
-    BASELINES,
-    CORRELATIONS,
-    ENTITY_DAILY,
-    GOLD_TABLES,
-    SILVER,
-    GoldReport,
-    build_gold,
-)
+from workloads.gold.build import GOLD_TABLES, GoldReport, build_gold
+from workloads.vocabulary import TableName
 
 pytestmark = pytest.mark.spark
 
+SILVER = TableName.SILVER_EVENTS
+ENTITY_DAILY, BASELINES, CORRELATIONS = TableName.ENTITY_DAILY, TableName.BASELINES, TableName.CORRELATIONS
 RECORDED = datetime(2026, 3, 1, tzinfo=UTC)
 NOT_WHAT = ("run_id", "recorded_at")
 

@@ -27,22 +27,16 @@ from lakehouse.digest import canonical_hash
 from lakehouse.errors import ConservationError, DataQualityError, UsageError
 from workloads.bronze.ingest import ingest_feed, ingest_history
 from workloads.engines import entity_resolution
-from workloads.silver.build import (
-    ADAPTERS,
-    EXCEPTIONS,
-    QUARANTINE,
-    SILVER,
-    SILVER_COLUMNS,
-    ManifestBalance,
-    balance_manifests,
-    build_silver,
-    canonicalise,
-    check_conservation,
-    month_scope,
-)
-from workloads.synthetic.generator import SCHEMAS, GeneratorSettings, generate, load_lateness_policy
+from workloads.silver.adapters import ADAPTERS, canonicalise
+from workloads.silver.build import build_silver, month_scope
+from workloads.silver.columns import SILVER_COLUMNS
+from workloads.silver.conservation import ManifestBalance, balance_manifests, check_conservation
+from workloads.silver.lateness import load_lateness_policy
+from workloads.synthetic.generator import SCHEMAS, GeneratorSettings, generate
+from workloads.vocabulary import TableName
 
 POLICY = load_lateness_policy()
+SILVER, QUARANTINE, EXCEPTIONS = TableName.SILVER_EVENTS, TableName.QUARANTINE, TableName.EXCEPTIONS
 BRONZE_SCHEMA = (
     "_raw STRING, _event_id STRING, _ingest_time TIMESTAMP, "
     "_manifest_id STRING, _source_file STRING, _line BIGINT"
