@@ -64,7 +64,7 @@ def bare_gold(silver: Any, out: Path) -> None:
 
     from workloads.engines.correlation import correlate_v1
     from workloads.gold import baselines
-    from workloads.gold.build import daily_features, only_attributed
+    from workloads.gold.features import daily_features, only_attributed
 
     daily = only_attributed(daily_features(silver)).localCheckpoint(eager=True)
     daily.write.mode("overwrite").partitionBy("month").parquet(str(out / "entity_daily"))
@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("benchmarks/out"))
     args = parser.parse_args(argv)
 
-    from lakehouse.quality import gate
+    from workloads.gold.quality import medallion_gate as gate
     from ledger import SystemClock, open_ledger
     from workloads.pipeline import run_gold, run_ingest, run_silver
     from workloads.synthetic.demo import create_zones

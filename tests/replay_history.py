@@ -26,7 +26,7 @@ from ledger.engines import EngineCatalog, fingerprint, load_engines
 from ledger.reader import LedgerReader
 from workloads.engines.correlation import ENGINE, correlate_v1
 from workloads.engines.entity_resolution import resolve_v1
-from workloads.gold.build import write_correlations
+from workloads.gold.correlations import write_correlations
 from workloads.replay.plan import CorrectionPlan, Purpose, load_plan
 
 REPO = Path(__file__).resolve().parents[1]
