@@ -224,3 +224,33 @@ def test_verbose_and_quiet_set_the_level_of_library_logging(
     assert words == shown
     assert all(line.startswith("[") and "s] " in line for line in err)
     assert "third-party chatter" not in "\n".join(err)
+
+
+def test_jars_resolved_once_are_listed_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    from lakehouse.config import load_config
+    from lakehouse.jars import cached_jars
+
+    config = load_config(CONF, environ={})
+    if cached_jars(config.jar_cache_path, config.jars.packages, config.jars.excludes) is None:
+        pytest.skip("run `make jars` first (resolving needs the network)")
+    assert main(["jars", "--json", "--conf", CONF]) == 0
+    ready = json.loads(capsys.readouterr().out)
+    assert ready["packages"] == list(config.jars.packages)
+    assert ready["jars"]
+    assert all(Path(jar).is_file() for jar in ready["jars"])
+    assert main(["jars", "--conf", CONF]) == 0
+    assert capsys.readouterr().out == f"{len(ready['jars'])} jars ready in {config.jar_cache_path}\n"
+
+
+def test_generate_json_is_the_generic_dump_of_its_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "history"
+    argv = ["generate", "--out", str(out), "--entities", "5", "--months", "1", "--json", "--conf", CONF]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["out_dir"] == str(out)
+    assert summary["first_delivery"] == "2025-01-01"
+    assert summary["total_events"] > 0
+    assert captured.err == ""
