@@ -29,6 +29,7 @@ pass over the store per serving change; see the README's benchmark section.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from lakehouse.errors import IndexMismatchError
 from ledger import LedgerRecord
 from ledger.entries import RunFinished, RunStarted
 from workloads.runs import new_run_id, recorded_run
+from workloads.vocabulary import TableName
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -46,8 +48,10 @@ if TYPE_CHECKING:
     from ledger import Ledger
     from ledger.clock import Clock
 
-SOURCE: Final = "gold.correlations"
-INDEX: Final = "gold.correlations_by_entity"
+log = logging.getLogger(__name__)
+
+SOURCE: Final = TableName.CORRELATIONS
+INDEX: Final = TableName.CORRELATIONS_BY_ENTITY
 MAX_BUCKETS: Final = 32
 """One bucket of 32 is ~3% of the index's files: under the 5% a one-entity lookup may read."""
 INDEX_ROWS_PER_BUCKET: Final = 500_000
@@ -221,6 +225,7 @@ def refresh_entity_index(
     latest = mirror_of(index_versions(ledger.reader.records()), version)
     mirrors = latest is not None and index.exists() and index.current_version() == latest.index_version
     if latest is not None and mirrors and buckets in (None, latest.buckets):
+        log.debug("%s is current for %s version %s", INDEX, SOURCE, version)
         return IndexRefresh("current", version, latest.index_version, 0, latest.run_id, latest.buckets)
     index.create(if_not_exists=True)
     pinned = source.read(version)
@@ -235,15 +240,16 @@ def refresh_entity_index(
         purpose=PURPOSE,
         inputs={SOURCE: version},
         parameters={"buckets": buckets},
-    ) as log:
+    ) as run:
         index.replace(
             project(pinned, buckets), run_id=run_id, metadata={"lakehouse.index-of": f"{SOURCE}@{version}"}
         )
         written = index.current_version()
         assert written is not None
         rows = verify_index(expected, columns, index.read(written), buckets)
-        log.outputs[INDEX] = written
-        log.counts["rows"] = rows
+        run.outputs[INDEX] = written
+        run.counts["rows"] = rows
+    log.info("%s rebuilt from %s version %s: %d rows in %d bucket(s)", INDEX, SOURCE, version, rows, buckets)
     return IndexRefresh("rebuilt", version, written, rows, run_id, buckets)
 
 

@@ -181,7 +181,7 @@ def build_silver(
     start. A feed without a pinned version (absent, or None: never written) is not read,
     and its Silver partitions, quarantine and exceptions are left as they are.
     ``resolver_version`` picks the entity-resolution engine version. ``gate`` is called
-    as ``gate("silver.events", rows)`` before anything is written.
+    as ``gate(TableName.SILVER_EVENTS, rows)`` before anything is written.
     """
     scope = month_scope(since, until)
     resolve = entity_resolution.resolver_for(resolver_version)
