@@ -168,7 +168,7 @@ def generate(
     first_day = day_number(settings.start)
     end_day = day_number(add_months(settings.start, settings.months))
     calendar = Calendar()
-    writer = _write_history(out_dir, settings, policy, population, calendar, progress)
+    writer = _write_history(out_dir, settings, policy, population, (first_day, end_day), calendar, progress)
     tally = writer.tally
     if tally.first_delivery is None or tally.last_delivery is None:  # pragma: no cover - every day has logins
         raise RuntimeError(f"no delivery was written under {out_dir}")
@@ -214,13 +214,13 @@ def _write_history(
     settings: GeneratorSettings,
     policy: Mapping[str, LatenessRule],
     population: Population,
+    event_days: tuple[int, int],
     calendar: Calendar,
     progress: Callable[[str], None] | None,
 ) -> DeliveryWriter:
-    """Generate every event day, delivering each day as soon as it is complete, then the
-    deliveries still parked past the window; return the writer with its tally."""
-    first_day = day_number(settings.start)
-    end_day = day_number(add_months(settings.start, settings.months))
+    """Generate every event day in ``[first, end)``, delivering each day as soon as it is
+    complete, then the deliveries still parked past the window; return the writer."""
+    first_day, end_day = event_days
     ids = EventIds(calendar)
     rules = FateRules(policy, calendar)
     plan = FaultPlan(first_day, settings.fault_rate, rules)
