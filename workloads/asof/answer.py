@@ -19,6 +19,7 @@ Pure apart from the reader passed in.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,13 +32,16 @@ from ledger.clock import utc
 from workloads.asof.knowledge import Timeline, timeline
 from workloads.asof.readers import Reader, Scope, jsonable
 from workloads.gold.entity_index import INDEX, SOURCE, IndexVersion, bucket_of, index_versions, mirror_of
+from workloads.vocabulary import CURRENT_STATUSES, TableName
+
+log = logging.getLogger(__name__)
 
 LIFECYCLE: Final[frozenset[str]] = frozenset({"status", "superseded_at", "superseded_by", "supersede_reason"})
 """Columns that change after a row is written (so they are not compared across routes)."""
-CURRENT: Final[frozenset[str]] = frozenset({"authoritative", "provisional"})
+CURRENT: Final[frozenset[str]] = frozenset(CURRENT_STATUSES)
 BITEMPORAL: Final[frozenset[str]] = frozenset({"run_id", "recorded_at", "superseded_at", "status"})
 ENTITY_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
-    "gold.correlations": ("entity_a", "entity_b"),
+    TableName.CORRELATIONS: ("entity_a", "entity_b"),
 }
 DEFAULT_ENTITY_COLUMNS: Final = ("entity_id",)
 ROUTES_DISAGREE_EXIT: Final = 7
@@ -367,6 +371,15 @@ def asof(
     if not a.available and not b.available:
         notes.append("neither route can answer for this instant")
     chosen = a if a.available else b
+    log.info(
+        "asof %s at %s (%s): route a %s, route b %s, agree %s",
+        table,
+        moment.isoformat(),
+        reader.name,
+        f"{len(a.rows)} rows" if a.available else "unavailable",
+        f"{len(b.rows)} rows at version {b.version}" if b.available else "unavailable",
+        agree,
+    )
     rows = tuple(
         _with_provenance(dict(r), known, moment)
         for r in sorted(chosen.rows, key=lambda r: tuple(str(r.get(k)) for k in keys))

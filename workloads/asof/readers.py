@@ -37,14 +37,13 @@ from lakehouse.expressions import (
 )
 from lakehouse.tables.registry import table_location, table_spec
 from ledger import LedgerRecord
+from ledger.store import LEDGER_TABLE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lakehouse.tables import TableRegistry
     from lakehouse.tables.base import TableSpec
-
-LEDGER_TABLE = "ops.ledger"
 
 
 @dataclass(frozen=True)

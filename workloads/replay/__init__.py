@@ -14,32 +14,35 @@ outcomes of ``run_replay``, ``plan_scope`` and ``publish`` also have ``lines()``
 * :func:`rollback` — ``lakehouse rollback RUN``;
 * :func:`run_status` — where a run stands.
 
-Modules: :mod:`~workloads.replay.identity` (engines, pins, run id), :mod:`~workloads.replay.scope`
-(affected entities, scoped recomputation), :mod:`~workloads.replay.candidate` (supersede /
-retract / insert, stamping, re-applying), :mod:`~workloads.replay.reconcile` (independent
-checks and verdict), :mod:`~workloads.replay.state` (a run's state from the ledger),
-:mod:`~workloads.replay.flow` (up to the gate), :mod:`~workloads.replay.publish` (the gate
-and after), :mod:`~workloads.replay.faults` (failure injection).
+Modules, in the order a run meets them: :mod:`~workloads.replay.plan` (the correction
+plan), :mod:`~workloads.replay.identity` (engines, pins, run id, candidate names),
+:mod:`~workloads.replay.setup` (who the run is, its I/O budget),
+:mod:`~workloads.replay.scope` and :mod:`~workloads.replay.analysis` (affected entities,
+scoped recomputation; the dry run), :mod:`~workloads.replay.candidate` (supersede /
+retract / insert, stamping, re-applying), :mod:`~workloads.replay.build` (the candidate),
+:mod:`~workloads.replay.evaluate` with :mod:`~workloads.replay.diff`,
+:mod:`~workloads.replay.review` and :mod:`~workloads.replay.reconcile` (diff, independent
+checks and verdict), :mod:`~workloads.replay.outcome` and :mod:`~workloads.replay.flow`
+(up to the gate); :mod:`~workloads.replay.state` and :mod:`~workloads.replay.status` (a
+run's state from the ledger), :mod:`~workloads.replay.approval` (approve, ack),
+:mod:`~workloads.replay.publish`, :mod:`~workloads.replay.notify` with
+:mod:`~workloads.replay.outbox`, :mod:`~workloads.replay.rollback`; and
+:mod:`~workloads.replay.faults` (failure injection).
 """
 
 from __future__ import annotations
 
+from workloads.replay.analysis import plan_scope
+from workloads.replay.approval import ApprovalResult, ack, approve
 from workloads.replay.faults import FailPoint
-from workloads.replay.flow import ReplayOutcome, plan_scope, run_replay
+from workloads.replay.flow import run_replay
 from workloads.replay.identity import ReplayEngines, resolve_engines, run_candidates
-from workloads.replay.publish import (
-    ApprovalResult,
-    PublishResult,
-    RollbackResult,
-    RunStatus,
-    ack,
-    approve,
-    publish,
-    rollback,
-    run_status,
-)
+from workloads.replay.outcome import ReplayOutcome
+from workloads.replay.publish import PublishResult, publish
+from workloads.replay.rollback import RollbackResult, rollback
 from workloads.replay.scope import Estimate, ProducingRun, ReplayScope
 from workloads.replay.state import RunState
+from workloads.replay.status import RunStatus, run_status
 
 __all__ = [
     "ApprovalResult",

@@ -1,6 +1,7 @@
 """The candidate's content: which serving rows a replay supersedes or retracts, and what it adds.
 
-Pure DataFrame functions over rows in the ``gold.correlations`` schema.
+Pure DataFrame functions over rows in the ``gold.correlations`` schema (statuses are
+:class:`~workloads.vocabulary.CorrelationStatus`).
 
 **Row identity** is ``(correlation_id, run_id)``: a run writes at most one row per
 correlation id, and a row keeps its identity when its lifecycle columns change. At most
@@ -41,7 +42,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
-from workloads.replay.scope import CURRENT_STATUSES, INACTIVE_STATUSES, NEW, OLD
+from workloads.replay.scope import NEW, OLD
+from workloads.vocabulary import CURRENT_STATUSES, INACTIVE_STATUSES, CorrelationStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -63,8 +65,12 @@ WHEN_COLUMNS: Final[tuple[str, ...]] = ("recorded_at", "superseded_at")
 """Columns that record *when*, excluded from content hashes of candidates."""
 PARTITION: Final = "valid_month"
 
-SUPERSEDED, RETRACTED, INSERTED = "superseded", "retracted", "inserted"
-MERGED, NO_LONGER = "merged", "no_longer"
+SUPERSEDED: Final = CorrelationStatus.SUPERSEDED
+RETRACTED: Final = CorrelationStatus.RETRACTED
+"""The two ways a run retires a serving row (statuses, and kinds of change for reviewers)."""
+INSERTED, MERGED, NO_LONGER = "inserted", "merged", "no_longer"
+"""Other kinds of change: a new row; a retraction because both entities are now one, or
+because the pair is no longer correlated."""
 
 
 @dataclass(frozen=True)

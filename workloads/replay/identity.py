@@ -31,6 +31,7 @@ from lakehouse.errors import ReplayError, ReplayRefusedError, UsageError
 from lakehouse.tables import Candidate, Table
 from ledger.engines import EngineCatalog, EngineSpec, verify_fingerprint
 from ledger.identity import EngineIdentity
+from workloads.vocabulary import TableName
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from lakehouse.tables import TableRegistry
     from workloads.replay.plan import CorrectionPlan
 
-SILVER: Final = "silver.events"
 BRONZE_PREFIX: Final = "bronze."
 RUN_PREFIX: Final = "replay-"
 ENGINE_SEPARATOR: Final = ";"
@@ -142,7 +142,7 @@ def declared_int(spec: EngineSpec, name: str) -> int:
 def input_tables(plan: CorrectionPlan, registry: TableRegistry) -> list[str]:
     """Every table a replay reads: Silver, the answer table and each Bronze feed (for traces)."""
     bronze = [name for name in registry.names() if name.startswith(BRONZE_PREFIX)]
-    return [SILVER, plan.answer.table, *bronze]
+    return [TableName.SILVER_EVENTS, plan.answer.table, *bronze]
 
 
 def pin_inputs(plan: CorrectionPlan, registry: TableRegistry) -> dict[str, int]:

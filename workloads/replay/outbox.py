@@ -12,7 +12,7 @@ published (``lakehouse ack CONSUMER RUN``); acknowledgements are kept one per
 (consumer, run), the first one winning.
 
 Replays never write here while building: a candidate's would-be notifications are only
-listed in its outcome. Only :func:`workloads.replay.publish.publish` enqueues.
+listed in its outcome. Only a publication enqueues (:func:`workloads.replay.notify.notify`).
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import canonical_json, digest_of
+from workloads.vocabulary import TableName
 
 if TYPE_CHECKING:
     from lakehouse.tables import Table
 
-OUTBOX: Final = "ops.outbox"
-ACKS: Final = "ops.acks"
+OUTBOX: Final = TableName.OUTBOX
+ACKS: Final = TableName.ACKS
 KEY: Final = "idempotency_key"
 
 

@@ -7,16 +7,19 @@ identity: its canonical digest is recorded in the ledger with the run.
 
 from __future__ import annotations
 
+import logging
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from lakehouse.digest import digest_of
-from lakehouse.errors import ConfigError
+from lakehouse.models import StrictModel, read_yaml_mapping, validate_file
+from workloads.vocabulary import TableName
+
+log = logging.getLogger(__name__)
 
 
 class Purpose(StrEnum):
@@ -26,19 +29,15 @@ class Purpose(StrEnum):
     COMPARISON = "comparison"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Answer(_Strict):
+class Answer(StrictModel):
     """The derived answer the plan restates, and who stands behind it."""
 
-    table: str = "gold.correlations"
+    table: str = TableName.CORRELATIONS.value
     authority: str
     description: str = ""
 
 
-class EngineChange(_Strict):
+class EngineChange(StrictModel):
     """Which engine moves from which declared version to which."""
 
     engine: str
@@ -49,7 +48,7 @@ class EngineChange(_Strict):
     ``name@version`` pins a version; a bare ``name`` means the version effective on the
     new engine's ``effective_from``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)  # merged with StrictModel's config
 
     @model_validator(mode="after")
     def _a_real_change(self) -> EngineChange:
@@ -58,7 +57,7 @@ class EngineChange(_Strict):
         return self
 
 
-class InputRange(_Strict):
+class InputRange(StrictModel):
     """What history the replay reads: an event-time interval and pinned inputs."""
 
     event_from: date | None = None
@@ -73,7 +72,7 @@ class InputRange(_Strict):
         return self
 
 
-class Checks(_Strict):
+class Checks(StrictModel):
     """Reconciliation thresholds; breaching one turns the verdict away from 'publish'."""
 
     max_residual_delta: int = Field(default=0, ge=0)
@@ -86,7 +85,7 @@ class Checks(_Strict):
     trace_sample_size: int = Field(default=5, ge=0, le=100)
 
 
-class Consumer(_Strict):
+class Consumer(StrictModel):
     name: str
     required: bool = False
 
@@ -94,7 +93,7 @@ class Consumer(_Strict):
 ConcurrentArrivalRule = Literal["keep_serving"]
 
 
-class Publication(_Strict):
+class Publication(StrictModel):
     approvers: tuple[str, ...] = ()
     consumers: tuple[Consumer, ...] = ()
     rollback_window_days: int = Field(default=30, ge=0)
@@ -110,12 +109,12 @@ class Publication(_Strict):
         return consumers
 
 
-class Operations(_Strict):
+class Operations(StrictModel):
     max_bytes_read: int = Field(default=10 * 1024**3, gt=0)
     """The rebuild I/O cap: a replay whose estimate exceeds it is refused before it runs."""
 
 
-class CorrectionPlan(_Strict):
+class CorrectionPlan(StrictModel):
     """A whole correction plan."""
 
     plan: str
@@ -154,21 +153,7 @@ class CorrectionPlan(_Strict):
 def load_plan(path: Path | str) -> CorrectionPlan:
     """Read and validate a plan; any problem is one line naming the file and the key."""
     plan_path = Path(path)
-    if not plan_path.is_file():
-        raise ConfigError(f"{plan_path}: plan file not found")
-    try:
-        raw: Any = yaml.safe_load(plan_path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{plan_path}: not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{plan_path}: a plan must be a mapping")
-    try:
-        return CorrectionPlan.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "(plan)"
-        if first["type"] == "extra_forbidden":
-            raise ConfigError(f"{plan_path}: unknown key '{key}'") from None
-        if first["type"] == "missing":
-            raise ConfigError(f"{plan_path}: missing key '{key}'") from None
-        raise ConfigError(f"{plan_path}: key '{key}': {first['msg']}") from None
+    raw = read_yaml_mapping(plan_path, what="plan file", hint="plans live under conf/plans/")
+    plan = validate_file(CorrectionPlan, plan_path, raw)
+    log.debug("loaded plan %s (%s) from %s, digest %s", plan.plan, plan.purpose, plan_path, plan.digest[:12])
+    return plan

@@ -1,8 +1,8 @@
-"""The gate and after: approve, acknowledge, publish atomically, notify once, roll back.
+"""Publishing an approved correction atomically, then notifying each consumer once.
 
-Every function takes a run id and reads the run's state from the ledger
-(:mod:`workloads.replay.state`), so each can run in its own process (``lakehouse approve``,
-``ack``, ``publish``, ``rollback``) and be rerun after a crash.
+Like every step after the build, :func:`publish` takes a run id and reads the run's state
+from the ledger (:mod:`workloads.replay.status`), so it can run in its own process
+(``lakehouse publish``) and be rerun after a crash.
 
 **publish** refuses a comparison, a run without an approval, and a run whose verdict is
 not ``publish``; it is *held* (:class:`~lakehouse.errors.PublicationHeldError`, nothing
@@ -20,23 +20,23 @@ published) while a required consumer has not acknowledged the run. Then:
    transaction over the touched partitions); the ``publication`` and ``supersession``
    entries (grouped by reason, with counts) are recorded.
 5. One notification per consumer goes to ``ops.outbox`` (MERGE on the idempotency key)
-   and is recorded as a ``notification`` entry.
+   and is recorded as a ``notification`` entry (:mod:`workloads.replay.notify`).
 
 A rerun after a crash at any step ends in exactly one publication and one notification
 per consumer: an intent whose changes are already in serving is recognised as published
 (and recorded as such), a recorded publication skips straight to notifying, and stored
 outbox keys are never written again.
 
-**rollback** restores the version serving had before the publication, within the plan's
-``rollback_window_days``, and records a ``rollback`` entry; a later ``publish`` of the same
-run re-applies its changes (re-publication).
+Rolling back is :mod:`workloads.replay.rollback`; approving and acknowledging,
+:mod:`workloads.replay.approval`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import canonical_hash
@@ -49,171 +49,28 @@ from lakehouse.errors import (
 from lakehouse.tables import Candidate, Table
 from ledger.api import Ledger, open_ledger
 from ledger.clock import Clock, utc
-from ledger.entries import Approval, Notification, Publication, Rollback, RunStarted, Supersession
+from ledger.entries import Publication, RunStarted, Supersession
 from ledger.identity import InputRead
-from ledger.reader import LedgerReader
 from workloads.gold.entity_index import SOURCE as INDEXED_TABLE
 from workloads.gold.entity_index import IndexRefresh, refresh_entity_index
 from workloads.replay import candidate as cand
 from workloads.replay import outbox
 from workloads.replay.faults import FailPoint, fail_point, maybe_fail
 from workloads.replay.identity import candidate_name, run_candidates
+from workloads.replay.notify import notify
 from workloads.replay.plan import Purpose
-from workloads.replay.state import (
-    APPROVED,
-    AWAITING_APPROVAL,
-    PUBLISH_COMMAND,
-    PublishIntent,
-    RunState,
-    run_state,
-)
+from workloads.replay.state import PUBLISH_COMMAND, PublishIntent, RunState
+from workloads.replay.status import load_state, run_partitions, why_not
+from workloads.vocabulary import Verdict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lakehouse.tables import TableRegistry
 
+log = logging.getLogger(__name__)
+
 MAX_RESTAGES: Final = 3
-
-
-def load_state(registry: TableRegistry, run_id: str) -> RunState:
-    """The run's state from the ledger (a clear error for an unknown run)."""
-    return run_state(run_id, LedgerReader.for_registry(registry).by_run(run_id))
-
-
-# -- status ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunStatus:
-    """Where a run stands, for ``lakehouse replay status RUN`` and scripts."""
-
-    run_id: str
-    plan: str
-    purpose: str
-    status: str
-    verdict: str | None
-    failed_invariant: str | None
-    approved_by: str | None
-    published: Mapping[str, int]
-    effective_at: str | None
-    notified: tuple[str, ...]
-    rollbacks: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def run_status(registry: TableRegistry, run_id: str) -> RunStatus:
-    """The status of a run as its ledger entries describe it."""
-    state = load_state(registry, run_id)
-    decision, approval, live = state.decision, state.approval, state.live_publication
-    return RunStatus(
-        run_id=run_id,
-        plan=state.plan.plan,
-        purpose=state.plan.purpose.value,
-        status=state.status,
-        verdict=decision.verdict if decision else None,
-        failed_invariant=decision.failed_invariant if decision else None,
-        approved_by=approval.approver if approval and approval.decision == "approved" else None,
-        published=dict(live.tables) if live else {},
-        effective_at=live.effective_at.isoformat() if live else None,
-        notified=tuple(sorted(state.notified())),
-        rollbacks=len(state.rollbacks),
-    )
-
-
-# -- approve and acknowledge ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ApprovalResult:
-    run_id: str
-    approver: str
-    decision: str
-    scope: str
-    approved_at: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["approved_at"] = self.approved_at.isoformat()
-        return data
-
-
-def approve(
-    registry: TableRegistry,
-    run_id: str,
-    *,
-    by: str,
-    clock: Clock,
-    reason: str = "",
-    reject: bool = False,
-) -> ApprovalResult:
-    """Record ``by``'s approval (or rejection) of a correction awaiting approval.
-
-    Refused for a comparison, for a run that is not awaiting approval (still building,
-    blocked by its verdict, already published) and for an approver the plan does not list.
-    """
-    state = load_state(registry, run_id)
-    plan = state.plan
-    if plan.purpose is Purpose.COMPARISON:
-        raise ReplayRefusedError(f"run {run_id} is a comparison: it can never be published, so not approved")
-    if state.status not in (AWAITING_APPROVAL, APPROVED):
-        raise ReplayRefusedError(
-            f"run {run_id} is {state.status}, not awaiting approval; "
-            f"{_why_not(state) or 'see lakehouse replay status ' + run_id}"
-        )
-    if by not in plan.publication.approvers:
-        raise ReplayRefusedError(
-            f"{by!r} may not approve plan {plan.plan}; "
-            f"its approvers are: {', '.join(plan.publication.approvers)}"
-        )
-    manifest = state.manifest
-    scope = f"{plan.plan}:{manifest.candidate if manifest else run_id}"
-    moment = utc(clock.now())
-    entry = Approval(
-        run_id=run_id,
-        approver=by,
-        decision="rejected" if reject else "approved",
-        scope=scope,
-        reason=reason,
-        approved_at=moment,
-    )
-    open_ledger(registry, clock=clock).writer.append(entry)
-    return ApprovalResult(run_id, by, entry.decision, scope, moment)
-
-
-def _why_not(state: RunState) -> str:
-    decision = state.decision
-    if decision is None:
-        return "its build has not finished; rerun lakehouse replay --plan"
-    if decision.verdict != "publish":
-        return (
-            f"its reconciliation verdict is {decision.verdict} (failed check: "
-            f"{decision.failed_invariant or 'none'}; first bad partition: "
-            f"{decision.first_bad_partition or '-'}); owner {decision.owner} must resolve it"
-        )
-    return ""
-
-
-def ack(
-    registry: TableRegistry, consumer: str, run_id: str, *, by: str, clock: Clock
-) -> outbox.Acknowledgement:
-    """Record that ``consumer`` acknowledged the decision version ``run_id`` (idempotent)."""
-    state = load_state(registry, run_id)
-    names = [c.name for c in state.plan.publication.consumers]
-    if consumer not in names:
-        raise ReplayRefusedError(
-            f"{consumer!r} is not a consumer of plan {state.plan.plan}; its consumers are: {', '.join(names)}"
-        )
-    if state.plan.purpose is Purpose.COMPARISON:
-        raise ReplayRefusedError(f"run {run_id} is a comparison: nothing will be published to acknowledge")
-    return outbox.record_ack(
-        registry.get(outbox.ACKS), consumer=consumer, run_id=run_id, by=by, at=utc(clock.now())
-    )
-
-
-# -- publish ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -267,8 +124,8 @@ def check_publishable(state: RunState) -> None:
         raise ReplayRefusedError(
             f"run {run_id} has no reconciliation decision ({state.status}); rerun lakehouse replay --plan"
         )
-    if decision.verdict != "publish":
-        raise ReplayRefusedError(f"run {run_id} cannot be published: {_why_not(state)}")
+    if Verdict(decision.verdict) is not Verdict.PUBLISH:
+        raise ReplayRefusedError(f"run {run_id} cannot be published: {why_not(state)}")
     approval = state.approval
     if approval is None:
         raise ReplayRefusedError(
@@ -288,6 +145,9 @@ def _hold_for_acks(registry: TableRegistry, state: RunState) -> None:
     done = outbox.acknowledged(registry.get(outbox.ACKS), state.run_id)
     missing = [name for name in required if name not in done]
     if missing:
+        log.info(
+            "publication of run %s held: waiting for %s to acknowledge", state.run_id, ", ".join(missing)
+        )
         raise PublicationHeldError(
             f"publication of run {state.run_id} is HELD: required consumer(s) {', '.join(missing)} "
             f"have not acknowledged it; each runs lakehouse ack CONSUMER {state.run_id}, then publish again"
@@ -312,11 +172,22 @@ def publish(
     status = "already_published"
     if live is None:
         live = _recorded_if_published(table, state, ledger)
+        if live is not None:
+            log.info("run %s had reached serving before a crash; its publication is now recorded", run_id)
     if live is None:
         _hold_for_acks(registry, state)
         live, restaged = _publish_table(table, state, ledger, clock, chosen)
         status = "published"
-    written, messages = _notify(registry, state, live, ledger)
+        log.info(
+            "run %s published: %s version %d (was %s), effective %s%s",
+            run_id,
+            state.table,
+            live.tables[state.table],
+            live.previous.get(state.table),
+            live.effective_at.isoformat(),
+            "; restaged onto moved serving" if restaged else "",
+        )
+    written, messages = notify(registry, state, live, ledger)
     supersessions = tuple(
         {
             "status": e.new if e.new == cand.RETRACTED else cand.SUPERSEDED,
@@ -337,15 +208,8 @@ def publish(
         supersessions=supersessions,
         notifications=tuple(m.to_dict() for m in messages),
         notifications_written=written,
-        entity_index=_refresh_index(registry, state.table, ledger, clock),
+        entity_index=refresh_index(registry, state.table, ledger, clock),
     )
-
-
-def _months(state: RunState) -> list[str]:
-    manifest = state.manifest
-    if manifest is None:
-        raise ReplayError(f"run {state.run_id} has no diff manifest; rerun lakehouse replay --plan")
-    return list(manifest.partitions)
 
 
 def _read(table: Table, version: int | None, months: Sequence[str]) -> DataFrame:
@@ -368,7 +232,7 @@ def _recorded_if_published(table: Table, state: RunState, ledger: Ledger) -> Pub
     current = table.current_version()
     if current is None or current == intent.previous:
         return None
-    months = _months(state)
+    months = run_partitions(state)
     mine = cand.extract_changes(
         _read(table, current, months), _read(table, intent.previous, months), state.run_id
     )
@@ -490,7 +354,7 @@ def _publish_table(
 ) -> tuple[Publication, bool]:
     """Stamp, (re)stage if serving moved, publish atomically, record. Returns (publication, restaged)."""
     run_id = state.run_id
-    months = _months(state)
+    months = run_partitions(state)
     changes, candidates = _changes_source(table, state, months)
     _verify(changes, state)
     intent = state.open_intent
@@ -543,117 +407,6 @@ def _publish_table(
     )
 
 
-def _notify(
-    registry: TableRegistry, state: RunState, live: Publication, ledger: Ledger
-) -> tuple[int, list[outbox.OutboxMessage]]:
-    """One outbox message and one notification entry per consumer, never a second one."""
-    table = state.table
-    payload = {
-        "plan": state.plan.plan,
-        "table": table,
-        "version": live.tables[table],
-        "previous": live.previous.get(table),
-        "effective_at": live.effective_at.isoformat(),
-        "partitions": _months(state),
-    }
-    messages = [
-        outbox.message(
-            consumer=c.name,
-            plan=state.plan.plan,
-            run_id=state.run_id,
-            table_name=table,
-            published_version=live.tables[table],
-            payload=payload,
-            created_at=live.effective_at,
-        )
-        for c in state.plan.publication.consumers
-    ]
-    box = registry.get(outbox.OUTBOX)
-    written = outbox.enqueue(box, messages, run_id=state.run_id)
-    stored = outbox.messages_of(box, state.run_id)
-    notified = state.notified()
-    entries = [
-        Notification(
-            run_id=state.run_id,
-            consumer=m.consumer,
-            table=m.table_name,
-            version=m.published_version,
-            decision_version=m.decision_version,
-            idempotency_key=m.idempotency_key,
-        )
-        for m in stored
-        if m.consumer not in notified
-    ]
-    if entries:
-        ledger.writer.append(*entries)
-    return len(written), stored
-
-
-# -- rollback -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RollbackResult:
-    run_id: str
-    table: str
-    from_version: int
-    to_version: int
-    new_version: int
-    reason: str
-    entity_index: IndexRefresh | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def rollback(registry: TableRegistry, run_id: str, *, clock: Clock, reason: str = "") -> RollbackResult:
-    """Restore serving to its version before the run's publication, within the rollback window.
-
-    Refused outside ``publication.rollback_window_days`` of the publication's effective
-    time, for a run that is not published, and when serving moved since (rolling back
-    would also discard later writes).
-    """
-    state = load_state(registry, run_id)
-    live = state.live_publication
-    if live is None:
-        what = "was rolled back already" if state.publications else "was never published"
-        raise ReplayRefusedError(f"run {run_id} {what}; nothing to roll back")
-    window = timedelta(days=state.plan.publication.rollback_window_days)
-    now = utc(clock.now())
-    age = now - live.effective_at
-    if age > window:
-        raise ReplayRefusedError(
-            f"run {run_id} was published at {live.effective_at.isoformat()}, {age.days} days ago, "
-            f"outside its rollback window of {window.days} days; restate it with a new plan instead"
-        )
-    table = registry.get(state.table)
-    published = live.tables[state.table]
-    previous = live.previous.get(state.table)
-    current = table.current_version()
-    if previous is None:
-        raise ReplayRefusedError(f"{state.table} had no version before run {run_id}; nothing to restore")
-    if current != published:
-        raise ReplayRefusedError(
-            f"{state.table} moved from version {published} (published by {run_id}) to {current} since; "
-            f"rolling back would discard those later writes: restate with a new correction plan instead"
-        )
-    text = reason or f"rollback of run {run_id} (plan {state.plan.plan})"
-    new_version = table.rollback(previous, run_id=run_id)
-    ledger = open_ledger(registry, clock=clock)
-    ledger.writer.append(
-        Rollback(
-            run_id=run_id,
-            table=state.table,
-            from_version=published,
-            to_version=previous,
-            new_version=new_version,
-            reason=text,
-        )
-    )
-    index = _refresh_index(registry, state.table, ledger, clock)
-    return RollbackResult(run_id, state.table, published, previous, new_version, text, index)
-
-
-def _refresh_index(registry: TableRegistry, table: str, ledger: Ledger, clock: Clock) -> IndexRefresh | None:
+def refresh_index(registry: TableRegistry, table: str, ledger: Ledger, clock: Clock) -> IndexRefresh | None:
     """Rebuild the entity index of a table whose serving version just changed (if it has one)."""
     return refresh_entity_index(registry, ledger, clock) if table == INDEXED_TABLE else None

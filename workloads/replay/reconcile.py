@@ -40,18 +40,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import partition_hashes
+from workloads.vocabulary import CURRENT_STATUSES, CorrelationStatus, Verdict
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-Verdict = Literal["publish", "investigate", "repair", "suppress", "rollback"]
-
 ASSET_OF_TYPE: Final[Mapping[str, str]] = {"shared_device": "device_id", "shared_card": "card_fingerprint"}
 """Correlation type -> the Silver column of the asset, as the engine declaration describes it."""
-LIVE: Final[tuple[str, ...]] = ("provisional", "authoritative")
 STRUCTURAL: Final[tuple[str, ...]] = (
     "one_current_row_per_id",
     "row_identity_unique",
@@ -141,14 +139,14 @@ def decide(checks: Sequence[Check], *, changes: int) -> tuple[Verdict, str | Non
     for name in STRUCTURAL:
         check = by_name.get(name)
         if check is not None and not check.passed:
-            return "repair", name
+            return Verdict.REPAIR, name
     for name in QUANTITATIVE:
         check = by_name.get(name)
         if check is not None and not check.passed:
-            return "investigate", name
+            return Verdict.INVESTIGATE, name
     if changes == 0:
-        return "suppress", None
-    return "publish", None
+        return Verdict.SUPPRESS, None
+    return Verdict.PUBLISH, None
 
 
 # -- independent recount ------------------------------------------------------------------------
@@ -157,7 +155,7 @@ def decide(checks: Sequence[Check], *, changes: int) -> tuple[Verdict, str | Non
 def _live(df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    return df.where(F.col("status").isin(*LIVE))
+    return df.where(F.col("status").isin(*CURRENT_STATUSES))
 
 
 def _with_flag(df: DataFrame, ids: DataFrame, column: str, flag: str) -> DataFrame:
@@ -262,7 +260,7 @@ def structural_checks(candidate: DataFrame, vanished: DataFrame) -> list[Check]:
     bad = dup_identity.where(F.col("n") > 1)
     found.append(_check("row_identity_unique", bad, "correlation_id", "(correlation_id, run_id) repeated"))
     ids = candidate.select(F.col("correlation_id").alias("_succ")).distinct()
-    superseded = candidate.where(F.col("status") == "superseded")
+    superseded = candidate.where(F.col("status") == CorrelationStatus.SUPERSEDED)
     dangling = superseded.join(ids, superseded["superseded_by"] == ids["_succ"], "left_anti")
     found.append(
         _check("superseded_successor_exists", dangling, "correlation_id", "superseded rows without successor")

@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
 ASSET_COLUMNS: Final[tuple[str, ...]] = ("device_id", "card_fingerprint")
 """Silver columns through which two entities can be linked."""
-CURRENT_STATUSES: Final[tuple[str, ...]] = ("provisional", "authoritative")
-INACTIVE_STATUSES: Final[tuple[str, ...]] = ("superseded", "retracted")
 OLD, NEW = "old_entity", "new_entity"
 EVENT_KEY: Final[tuple[str, ...]] = ("domain", "event_id")
 RESOLUTION_INPUT: Final[tuple[str, ...]] = (

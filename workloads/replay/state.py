@@ -38,6 +38,7 @@ from ledger.entries import (
     RunStarted,
 )
 from workloads.replay.plan import CorrectionPlan, Purpose
+from workloads.vocabulary import Verdict
 
 REPLAY_COMMAND: Final = "replay"
 PUBLISH_COMMAND: Final = "publish"
@@ -185,9 +186,10 @@ class RunState:
             return BUILDING
         if self.plan.purpose is Purpose.COMPARISON:
             return COMPARED
-        if decision.verdict == "suppress":
+        verdict = Verdict(decision.verdict)
+        if verdict is Verdict.SUPPRESS:
             return SUPPRESSED
-        if decision.verdict != "publish":
+        if verdict is not Verdict.PUBLISH:
             return BLOCKED
         approval = self.approval
         if approval is None:

@@ -1,7 +1,7 @@
 """Replay building blocks on inline rows: run identity, engine refusal, scope, classification,
 re-applying changes, the verdict, a run's state from the ledger, outbox keys.
 
-The whole flow on real Delta and Iceberg tables is in ``tests/test_replay_flow.py``.
+The whole flow on real Delta and Iceberg tables is in ``test_replay_flow.py`` beside this file.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import yaml
 
 from lakehouse.config import load_config
 from lakehouse.digest import canonical_hash
-from lakehouse.errors import EngineFingerprintError
+from lakehouse.errors import ConfigError, EngineFingerprintError
 from lakehouse.tables import TableRegistry
 from ledger.clock import FixedClock
 from ledger.engines import fingerprint, load_engines
@@ -129,7 +129,46 @@ def test_reconciliation_never_imports_the_correlation_engine() -> None:
     imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)} | {
         alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
     }
-    assert not any(name.startswith("workloads") for name in imported), imported
+    # Only the shared words (statuses, verdicts), which import nothing themselves.
+    assert {name for name in imported if name.startswith("workloads")} <= {"workloads.vocabulary"}, imported
+    vocabulary = ast.parse((REPO / "workloads" / "vocabulary.py").read_text(encoding="utf-8"))
+    assert not any(
+        isinstance(node, ast.ImportFrom) and (node.module or "").startswith("workloads")
+        for node in ast.walk(vocabulary)
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "rollback_window_days: 30",
+            "rollback_window_dayz: 30",
+            "unknown key 'publication.rollback_window_dayz'; remove it or check its spelling",
+        ),
+        ("  authority: risk-analytics\n", "", "missing key 'answer.authority'"),
+        (
+            "max_changed_ratio: 1.0",
+            "max_changed_ratio: 2.0",
+            "key 'checks.max_changed_ratio' has invalid value 2.0",
+        ),
+        ("plan: er-v2-recorrelation", "plan: [er", "is not valid YAML"),
+    ],
+    ids=["unknown-key", "missing-key", "invalid-value", "not-yaml"],
+)
+def test_an_invalid_plan_is_refused_naming_the_file_and_the_key(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    shipped = PLAN.read_text(encoding="utf-8")
+    assert old in shipped
+    path = tmp_path / "plan.yaml"
+    path.write_text(shipped.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_plan(path)
+    assert str(caught.value).startswith(f"{path}:")
+    assert message in str(caught.value)
+    with pytest.raises(ConfigError, match="plan file not found"):
+        load_plan(tmp_path / "missing.yaml")
 
 
 def test_outbox_key_is_one_per_consumer_plan_and_run() -> None:

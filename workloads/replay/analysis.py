@@ -1,0 +1,266 @@
+"""The dry run: what a replay would change, computed from the pinned inputs without writing.
+
+:func:`analyse` resolves Silver twice (old and new engine version), finds the affected
+entities and those whose correlations must be recomputed (:mod:`workloads.replay.scope`),
+runs the producer on exactly that scope and classifies the serving rows
+(:mod:`workloads.replay.candidate`). :func:`describe_scope` turns the analysis into the
+:class:`~workloads.replay.scope.ReplayScope` a user reads, and :func:`plan_scope` is
+``lakehouse replay --dry-run``: setup, budget, analysis, scope; nothing is written, not
+even the ledger.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from lakehouse.tables import TableSize
+from ledger.engines import EngineCatalog
+from ledger.entries import Publication
+from ledger.reader import LedgerReader
+from workloads.replay import candidate as cand
+from workloads.replay import scope as sc
+from workloads.replay.identity import declared_int, engine_function, engine_kwargs
+from workloads.replay.plan import CorrectionPlan
+from workloads.replay.setup import Setup, check_budget, input_size, setup_replay
+from workloads.vocabulary import ExceptionStatus, TableName
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lakehouse.tables import TableRegistry
+
+log = logging.getLogger(__name__)
+
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+"""The build time a dry run stamps on rows it never writes."""
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything computed about a replay before its candidate is written."""
+
+    events: DataFrame
+    affected: DataFrame
+    recompute: DataFrame
+    vanished: DataFrame
+    serving: DataFrame
+    serving_in_scope: DataFrame
+    recomputed_rows: DataFrame
+    classified: cand.Classified
+    changes: DataFrame
+    reasons: cand.Reasons
+    max_entities: int
+
+
+def checkpoint(df: DataFrame) -> DataFrame:
+    """Compute once and cut the lineage (see workloads.gold.build._materialize for why not persist)."""
+    return df.localCheckpoint(eager=True)
+
+
+def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Analysis:
+    """Resolve twice, find the affected scope, recompute it and classify serving rows."""
+    from pyspark.sql import functions as F
+
+    plan, engines = setup.plan, setup.engines
+    silver = registry.get(TableName.SILVER_EVENTS).read(as_of=setup.pins[TableName.SILVER_EVENTS])
+    silver = silver.where(sc.in_range(F.col("event_time"), setup.bounds))
+    identity = silver.select(*sc.RESOLUTION_INPUT)
+    old = engine_function(engines.old)(identity)
+    new = engine_function(engines.new)(identity)
+    events = checkpoint(sc.pair_resolutions(silver, old, new))
+    affected = checkpoint(sc.affected_entities(events))
+    max_entities = declared_int(engines.producer, "max_entities_per_asset")
+    flips = sc.crowding_flips(events, affected, max_entities)
+    recompute = checkpoint(sc.recomputed_entities(affected, flips))
+    vanished = affected.where(F.col("old_side") & ~F.col("new_side")).select("entity_id")
+    producer = engine_function(engines.producer)
+    kwargs = engine_kwargs(producer, engines.producer.parameters)
+    raw = producer(sc.scoped_events(events, recompute), run_id=setup.run_id, recorded_at=built_at, **kwargs)
+    recomputed = checkpoint(sc.involving(raw, recompute).withColumn("engine", F.lit(engines.label)))
+    serving = registry.get(plan.answer.table).read(as_of=setup.pins[plan.answer.table])
+    current = serving.where(cand.is_current() & sc.in_range(F.col("valid_from"), setup.bounds))
+    serving_in_scope = checkpoint(sc.involving(current, recompute))
+    reasons = cand.Reasons.of(
+        plan=plan.plan, run_id=setup.run_id, change=engines.change, new_engine=engines.new.ref
+    )
+    classified = cand.classify(
+        serving_in_scope, recomputed, sc.entity_mapping(events), reasons=reasons, built_at=built_at
+    )
+    classified = cand.Classified(
+        retired=checkpoint(classified.retired),
+        inserted=checkpoint(classified.inserted),
+        unchanged_ids=checkpoint(classified.unchanged_ids),
+        transitions=checkpoint(classified.transitions),
+    )
+    return Analysis(
+        events=events,
+        affected=affected,
+        recompute=recompute,
+        vanished=vanished,
+        serving=serving,
+        serving_in_scope=serving_in_scope,
+        recomputed_rows=recomputed,
+        classified=classified,
+        changes=checkpoint(cand.changes_of(classified)),
+        reasons=reasons,
+        max_entities=max_entities,
+    )
+
+
+def _held_events(registry: TableRegistry, setup: Setup) -> int:
+    """Facts in ``ops.exceptions`` awaiting approval whose event time is in the range."""
+    from pyspark.sql import functions as F
+
+    table = registry.get(TableName.EXCEPTIONS)
+    if not table.exists():
+        return 0
+    rows = table.read().where(
+        (F.col("status") == ExceptionStatus.AWAITING_APPROVAL)
+        & sc.in_range(F.col("event_time"), setup.bounds)
+    )
+    return int(rows.count())
+
+
+def _producing_runs(registry: TableRegistry, retired: DataFrame) -> tuple[sc.ProducingRun, ...]:
+    """The runs whose serving rows the replay retires, and their publications in the ledger."""
+    from pyspark.sql import functions as F
+
+    rows = (
+        retired.groupBy("run_id")
+        .agg(F.count(F.lit(1)).alias("rows"), F.sort_array(F.collect_set("engine")).alias("engines"))
+        .orderBy("run_id")
+        .collect()
+    )
+    if not rows:
+        return ()
+    reader = LedgerReader.for_registry(registry)
+    known: set[str] = set()
+    published: dict[str, list[int]] = {}
+    for entry in reader.entries(kind="run_started"):
+        if entry.run_id is not None:
+            known.add(entry.run_id)
+    for entry in reader.entries(kind="publication"):
+        if isinstance(entry, Publication):
+            run = entry.built_by_run or entry.run_id
+            known.add(run)
+            published.setdefault(run, []).extend(entry.tables.values())
+    return tuple(
+        sc.ProducingRun(
+            run_id=str(r["run_id"]),
+            rows=int(r["rows"]),
+            engines=tuple(str(e) for e in r["engines"]),
+            in_ledger=str(r["run_id"]) in known,
+            publications=tuple(published.get(str(r["run_id"]), ())),
+        )
+        for r in rows
+    )
+
+
+def _ids(df: DataFrame, condition: Any = None) -> tuple[int, tuple[str, ...]]:
+    frame = df if condition is None else df.where(condition)
+    ordered = frame.select("entity_id").distinct().orderBy("entity_id")
+    listed = tuple(str(r[0]) for r in ordered.limit(sc.MAX_LISTED).collect())
+    count = len(listed) if len(listed) < sc.MAX_LISTED else int(ordered.count())
+    return count, listed
+
+
+def describe_scope(
+    registry: TableRegistry, setup: Setup, analysis: Analysis, size: TableSize
+) -> sc.ReplayScope:
+    """The :class:`ReplayScope` of an analysis (a handful of small Spark jobs)."""
+    from pyspark.sql import functions as F
+
+    classified = analysis.classified
+    count, entities = _ids(analysis.affected)
+    listed = analysis.affected.where(F.col("entity_id").isin(*entities)).collect()
+    olds = tuple(sorted(str(r["entity_id"]) for r in listed if r["old_side"]))
+    news = tuple(sorted(str(r["entity_id"]) for r in listed if r["new_side"]))
+    changed = cand.months_of(analysis.changes)
+
+    def tagged(df: DataFrame, tag: Any, month: Any = None) -> DataFrame:
+        return df.select(
+            (F.lit(tag) if isinstance(tag, str) else tag).alias("tag"),
+            (F.lit(None).cast("string") if month is None else month).alias("month"),
+        )
+
+    month = F.col(cand.PARTITION)
+    counted = (
+        tagged(classified.retired, F.col("status"))
+        .unionByName(tagged(classified.inserted, cand.INSERTED))
+        .unionByName(tagged(classified.unchanged_ids, "unchanged"))
+        .unionByName(tagged(analysis.serving_in_scope, "serving_in_scope", month))
+        .unionByName(tagged(analysis.recomputed_rows, "new_rows", month))
+        .unionByName(tagged(analysis.recompute, "recomputed"))
+        .unionByName(tagged(cand.restrict_months(analysis.serving, changed), "serving_rewritten"))
+        .groupBy("tag")
+        .agg(F.count(F.lit(1)).alias("n"), F.sort_array(F.collect_set("month")).alias("months"))
+        .collect()
+    )
+    tally = {str(r["tag"]): int(r["n"]) for r in counted}
+    months_in_scope = sorted(
+        {str(m) for r in counted if r["tag"] in ("serving_in_scope", "new_rows") for m in r["months"]}
+    )
+    inserted = tally.get(cand.INSERTED, 0)
+    table = registry.get(setup.plan.answer.table)
+    accounting = sc.input_accounting(sc.events_in_scope(analysis.events, analysis.recompute))
+    accounting["held"] = _held_events(registry, setup)
+    start, end = setup.plan.range.event_from, setup.plan.range.event_until
+    return sc.ReplayScope(
+        run_id=setup.run_id,
+        plan=setup.plan.plan,
+        purpose=setup.plan.purpose.value,
+        table=table.name,
+        engine_change=setup.engines.change,
+        engine_label=setup.engines.label,
+        pins=dict(setup.pins),
+        event_range=(start.isoformat() if start else None, end.isoformat() if end else None),
+        affected_entity_count=count,
+        affected_entities=entities,
+        old_entities=olds,
+        new_entities=news,
+        recomputed_entity_count=tally.get("recomputed", 0),
+        partitions=tuple(months_in_scope),
+        changed_partitions=tuple(changed),
+        serving_rows_in_scope=tally.get("serving_in_scope", 0),
+        new_rows=tally.get("new_rows", 0),
+        to_supersede=tally.get(cand.SUPERSEDED, 0),
+        to_retract=tally.get(cand.RETRACTED, 0),
+        to_insert=inserted,
+        unchanged=tally.get("unchanged", 0),
+        producing_runs=_producing_runs(registry, classified.retired),
+        estimate=sc.Estimate(
+            bytes_to_read=size.bytes,
+            rows_to_read=size.rows,
+            files_to_read=size.files,
+            rows_to_write=tally.get("serving_rewritten", 0) + inserted,
+            max_bytes_read=setup.plan.operations.max_bytes_read,
+        ),
+        inputs=accounting,
+    )
+
+
+def plan_scope(registry: TableRegistry, plan: CorrectionPlan, *, engines: EngineCatalog) -> sc.ReplayScope:
+    """The dry run: the exact scope and cost of a replay; writes nothing, not even the ledger.
+
+    Refuses (:class:`ReplayRefusedError`) when the estimated read exceeds the plan's cap,
+    and (:class:`~lakehouse.errors.EngineFingerprintError`) when an engine's code changed
+    without a version bump.
+    """
+    setup = setup_replay(registry, plan, engines)
+    size = input_size(registry, setup)
+    check_budget(plan, size)
+    analysis = analyse(registry, setup, built_at=EPOCH)
+    scope = describe_scope(registry, setup, analysis, size)
+    log.info(
+        "dry run of %s: %d affected entities, supersede %d, retract %d, insert %d in %d partitions",
+        setup.run_id,
+        scope.affected_entity_count,
+        scope.to_supersede,
+        scope.to_retract,
+        scope.to_insert,
+        len(scope.changed_partitions),
+    )
+    return scope

@@ -1,0 +1,270 @@
+"""Judging a built candidate: per-key diff, diff manifest, independent reconciliation, decision.
+
+:func:`evaluate` diffs candidate-current against serving-current by ``correlation_id``
+(:func:`diff_candidate`), writes the review (:mod:`workloads.replay.review`), records the
+``diff_manifest``, reconciles independently (:mod:`workloads.replay.reconcile`) with the
+Great Expectations gate on the rewritten partitions, and records the
+``reconciliation_decision`` and ``run_finished``. A comparison's candidate, and one whose
+verdict is ``suppress``, is dropped afterwards: it can never be published.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from lakehouse import quality
+from lakehouse.digest import canonical_hash, digest_of
+from lakehouse.tables import Candidate, Table
+from ledger.entries import DiffManifest, ReconciliationDecision, RunFinished
+from ledger.writer import LedgerWriter
+from workloads.gold.quality import MEDALLION_SUITES
+from workloads.replay import candidate as cand
+from workloads.replay import reconcile as rec
+from workloads.replay.analysis import Analysis, checkpoint
+from workloads.replay.build import read_base
+from workloads.replay.diff import CHANGED, REMOVED, UNCHANGED, diff_by_key, summarize
+from workloads.replay.faults import FailPoint, maybe_fail
+from workloads.replay.identity import BRONZE_PREFIX
+from workloads.replay.plan import Purpose
+from workloads.replay.review import review_dir, review_lists, write_review
+from workloads.replay.scope import ReplayScope
+from workloads.replay.setup import Setup
+from workloads.vocabulary import CorrelationStatus, Verdict
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lakehouse.tables import TableRegistry
+
+log = logging.getLogger(__name__)
+
+COMPARE: Final[tuple[str, ...]] = ("entity_a", "entity_b", "valid_from", "valid_to", "confidence", "evidence")
+"""Columns the per-key diff compares (the id fixes type, pair and valid_from)."""
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """The per-key diff of a candidate and the run's changes in it."""
+
+    counts: Mapping[str, int]
+    per_key: DataFrame
+    changes: DataFrame
+    changes_hash: str
+    changes_rows: int
+
+
+def diff_candidate(
+    table: Table, candidate: Candidate, run_id: str, months: Sequence[str]
+) -> tuple[DiffResult, DataFrame, DataFrame]:
+    """Per-key diff of candidate-current vs serving-current (at the candidate's base) in ``months``.
+
+    Returns the result, the whole candidate and the whole base (for reconciliation).
+    """
+    from pyspark.sql import functions as F
+
+    whole = table.read_candidate(candidate)
+    base = read_base(table, candidate.base_version)
+    new_cur = cand.restrict_months(whole, months).where(cand.is_current())
+    old_cur = cand.restrict_months(base, months).where(cand.is_current())
+    per_key = checkpoint(diff_by_key(old_cur, new_cur, ["correlation_id"], COMPARE))
+    summary = summarize(per_key)
+    outside = base.where(cand.is_current() & ~F.col(cand.PARTITION).isin(*months)) if months else base
+    unchanged_outside = int(outside.where(cand.is_current()).count())
+    counts = summary.to_dict()
+    counts[UNCHANGED] += unchanged_outside
+    counts["serving_total"] += unchanged_outside
+    counts["candidate_total"] += unchanged_outside
+    changes = cand.extract_changes(
+        cand.restrict_months(whole, months), cand.restrict_months(base, months), run_id
+    )
+    changes = checkpoint(changes)
+    return (
+        DiffResult(
+            counts=counts,
+            per_key=per_key,
+            changes=changes,
+            changes_hash=canonical_hash(changes, exclude=cand.WHEN_COLUMNS),
+            changes_rows=int(changes.count()),
+        ),
+        whole,
+        base,
+    )
+
+
+def trace_keys(changes: DataFrame, run_id: str, size: int) -> DataFrame:
+    """The first ``size`` changed keys by id; new rows trace under the new resolution, old under the old."""
+    from pyspark.sql import functions as F
+
+    side = F.when(F.col("run_id") == run_id, F.lit("new")).otherwise(F.lit("old"))
+    return (
+        changes.select(
+            F.concat_ws("@", "correlation_id", side).alias("key"),
+            side.alias("side"),
+            "correlation_type",
+            "entity_a",
+            "entity_b",
+        )
+        .orderBy("key")
+        .limit(size)
+    )
+
+
+def pinned_bronze(registry: TableRegistry, pins: Mapping[str, int]) -> dict[str, DataFrame]:
+    """Domain -> the pinned Bronze table of that feed."""
+    return {
+        name[len(BRONZE_PREFIX) :]: registry.get(name).read(as_of=version)
+        for name, version in sorted(pins.items())
+        if name.startswith(BRONZE_PREFIX)
+    }
+
+
+def gate_check(rows: DataFrame, table_name: str) -> rec.Check:
+    """The table's Great Expectations suite on the rewritten rows, as a reconciliation check."""
+    result = quality.validate(rows, MEDALLION_SUITES[table_name])
+    return rec.Check(
+        name="quality_gate",
+        passed=result.success,
+        violations=len(result.failures),
+        detail=result.message(),
+        examples=tuple(f.describe() for f in result.failures[:3]),
+    )
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What :func:`evaluate` recorded about a candidate."""
+
+    counts: Mapping[str, int]
+    decision: ReconciliationDecision
+    sample: tuple[Mapping[str, Any], ...]
+    high_impact: tuple[Mapping[str, Any], ...]
+    review_location: str
+    candidate_hash: str
+
+
+def evaluate(
+    registry: TableRegistry,
+    setup: Setup,
+    table: Table,
+    writer: LedgerWriter,
+    analysis: Analysis,
+    scope: ReplayScope,
+    candidate: Candidate,
+    chosen: FailPoint | None,
+) -> Evaluation:
+    """Diff, review, manifest, reconciliation and decision of a built candidate (module docstring)."""
+    plan, run_id = setup.plan, setup.run_id
+    months = list(scope.changed_partitions)
+    diff, whole, base = diff_candidate(table, candidate, run_id, months)
+    counts = {
+        **diff.counts,
+        CorrelationStatus.SUPERSEDED.value: scope.to_supersede,
+        CorrelationStatus.RETRACTED.value: scope.to_retract,
+        "inserted": scope.to_insert,
+        "changes": diff.changes_rows,
+        **scope.inputs,
+    }
+    sample, high = review_lists(
+        analysis.classified.transitions,
+        threshold=plan.checks.high_impact_confidence_delta,
+        sample_size=plan.checks.sample_size,
+    )
+    candidate_hash = canonical_hash(whole, exclude=cand.WHEN_COLUMNS)
+    location = write_review(
+        review_dir(registry, run_id),
+        diff.per_key,
+        analysis.classified.transitions,
+        {"sample": sample, "high_impact": high, "candidate_hash": candidate_hash, "counts": counts},
+    )
+    manifest_digest = digest_of(
+        {
+            "diff": canonical_hash(diff.per_key),
+            "changes": diff.changes_hash,
+            "partitions": months,
+            "counts": counts,
+        }
+    )
+    manifest = DiffManifest(
+        run_id=run_id,
+        table=table.name,
+        candidate=candidate.name,
+        base_version=candidate.base_version,
+        counts=counts,
+        partitions=tuple(months),
+        manifest_digest=manifest_digest,
+        location=location,
+    )
+    # Not deduplicated: every evaluation asserts its manifest anew, so the latest manifest
+    # is always the one of the current candidate (see RunState.decision).
+    writer.append(manifest, deduplicate=False)
+    log.info(
+        "run %s diff: %s; review in %s", run_id, ", ".join(f"{k} {v}" for k, v in counts.items()), location
+    )
+    maybe_fail(chosen, FailPoint.AFTER_DIFF, run_id)
+
+    rewritten = cand.restrict_months(whole, months)
+    gate = (
+        gate_check(rewritten, table.name)
+        if months
+        else rec.Check(name="quality_gate", passed=True, detail="nothing rewritten")
+    )
+    engines = setup.engines
+    declared_types = engines.producer.parameters.get("types")
+    types = (
+        [str(t) for t in declared_types] if isinstance(declared_types, list) else sorted(rec.ASSET_OF_TYPE)
+    )
+    reconciliation = rec.reconcile(
+        candidate=whole,
+        serving=base,
+        serving_in_scope=analysis.serving_in_scope,
+        events=analysis.events,
+        recompute=analysis.recompute,
+        vanished=analysis.vanished,
+        rewritten=months,
+        types=types,
+        max_entities=analysis.max_entities,
+        thresholds=rec.Thresholds(plan.checks.max_residual_delta, plan.checks.max_changed_ratio),
+        trace_keys=trace_keys(diff.changes, run_id, plan.checks.trace_sample_size),
+        bronze=pinned_bronze(registry, setup.pins),
+        removed_or_changed=diff.counts[REMOVED] + diff.counts[CHANGED],
+        changes=diff.changes_rows,
+        gate=gate,
+        owner=plan.answer.authority,
+        affected_range={
+            "event_from": scope.event_range[0],
+            "event_until": scope.event_range[1],
+            "partitions": months,
+            "entities": scope.affected_entity_count,
+        },
+        bounds=setup.bounds,
+    )
+    fields = reconciliation.ledger_fields()
+    fields["checks"] = {
+        **fields["checks"],
+        "changes": {"hash": diff.changes_hash, "rows": diff.changes_rows},
+        "manifest_digest": manifest_digest,
+    }
+    decision = ReconciliationDecision(run_id=run_id, table=table.name, **fields)
+    finished = RunFinished(run_id=run_id, status="ok", counts={k: int(v) for k, v in counts.items()})
+    writer.append(decision, finished)
+    log.info(
+        "run %s verdict %s (failed check: %s; owner %s)",
+        run_id,
+        reconciliation.verdict,
+        reconciliation.failed_invariant or "none",
+        reconciliation.owner,
+    )
+    if plan.purpose is Purpose.COMPARISON or reconciliation.verdict == Verdict.SUPPRESS:
+        table.drop_candidate(candidate)  # never published: keep no shadow table or branch around
+        log.info("run %s dropped its candidate %s (never published)", run_id, candidate.name)
+    return Evaluation(
+        counts=counts,
+        decision=decision,
+        sample=tuple(sample),
+        high_impact=tuple(high),
+        review_location=location,
+        candidate_hash=candidate_hash,
+    )
