@@ -83,7 +83,9 @@ def fingerprint(implementation: str, *, search_path: Sequence[str] | None = None
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as exc:
         raise EngineError(f"{path}:{exc.lineno}: cannot parse engine module {module!r}: {exc.msg}") from None
-    return fingerprint_source(tree, function, where=implementation)
+    value = fingerprint_source(tree, function, where=implementation)
+    log.debug("fingerprint of %s (%s): %s", implementation, path, value)
+    return value
 
 
 def fingerprint_source(tree: ast.Module, function: str, *, where: str = "") -> str:

@@ -8,9 +8,12 @@ without recording anything a real crash would not have recorded.
 
 from __future__ import annotations
 
+import logging
 from enum import StrEnum
 
 from lakehouse.errors import InjectedFailure, UsageError
+
+log = logging.getLogger(__name__)
 
 
 class FailPoint(StrEnum):
@@ -40,6 +43,7 @@ def fail_point(value: FailPoint | str | None) -> FailPoint | None:
 def maybe_fail(chosen: FailPoint | None, here: FailPoint, run_id: str) -> None:
     """Raise the injected failure if ``here`` is the chosen point."""
     if chosen is here:
+        log.warning("injecting failure %s in replay %s", here.value, run_id)
         raise InjectedFailure(
             f"injected failure {here.value} in replay {run_id}; rerun the same command to recover"
         )

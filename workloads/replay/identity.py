@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
     from lakehouse.tables import TableRegistry
     from workloads.replay.plan import CorrectionPlan
+
+log = logging.getLogger(__name__)
 
 BRONZE_PREFIX: Final = "bronze."
 RUN_PREFIX: Final = "replay-"
@@ -97,6 +100,8 @@ def resolve_engines(plan: CorrectionPlan, catalog: EngineCatalog) -> ReplayEngin
         )
     downstream = tuple(_downstream(catalog, ref, new) for ref in change.downstream)
     identities = tuple(verify_fingerprint(spec) for spec in (old, new, *downstream))
+    refs = ", ".join(identity.ref for identity in identities)
+    log.debug("plan %s: engines %s verified against their code", plan.plan, refs)
     return ReplayEngines(old=old, new=new, downstream=downstream, identities=identities)
 
 

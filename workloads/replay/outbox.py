@@ -17,6 +17,7 @@ listed in its outcome. Only a publication enqueues (:func:`workloads.replay.noti
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,8 @@ from workloads.vocabulary import TableName
 
 if TYPE_CHECKING:
     from lakehouse.tables import Table
+
+log = logging.getLogger(__name__)
 
 OUTBOX: Final = TableName.OUTBOX
 ACKS: Final = TableName.ACKS
@@ -105,6 +108,7 @@ def enqueue(table: Table, messages: Sequence[OutboxMessage], *, run_id: str) -> 
         schema = table.read().schema
         frame = table.spark.createDataFrame([tuple(r[f.name] for f in schema.fields) for r in rows], schema)
         table.merge(frame, [KEY], run_id=run_id)
+    log.debug("outbox: %d of %d message(s) of run %s were new", len(fresh), len(messages), run_id)
     return fresh
 
 

@@ -36,6 +36,7 @@ that fail after publication.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -44,6 +45,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import partition_hashes
 from workloads.vocabulary import CURRENT_STATUSES, CorrelationStatus, Verdict
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -528,6 +531,17 @@ def reconcile(
     expected_delta = pairs.expected_in_scope - pairs.serving_in_scope
     residual = (candidate_total - old_total) - expected_delta
     verdict, failed = decide(checks, changes=changes)
+    for check in checks:
+        if not check.passed:
+            log.debug("check %s failed: %d violation(s); %s", check.name, check.violations, check.detail)
+    log.debug(
+        "reconciled: serving %d, candidate %d, expected delta %d, residual %d -> %s",
+        old_total,
+        candidate_total,
+        expected_delta,
+        residual,
+        verdict,
+    )
     first_bad = next((c.first_bad_partition for c in checks if not c.passed and c.first_bad_partition), None)
     return Reconciliation(
         verdict=verdict,

@@ -9,6 +9,7 @@ change (:func:`review_lists`), the candidate hash and the counts.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lakehouse.tables import TableRegistry
+
+log = logging.getLogger(__name__)
 
 REVIEW_FILE: Final = "review.json"
 
@@ -58,6 +61,7 @@ def write_review(
     changed = per_key.where(F.col("change") != UNCHANGED)
     changed.coalesce(1).write.mode("overwrite").json((directory / "diff").as_uri())
     transitions.coalesce(1).write.mode("overwrite").json((directory / "transitions").as_uri())
+    log.debug("writing the review of run changes to %s", directory)
     (directory / REVIEW_FILE).write_text(
         json.dumps(dict(review), sort_keys=True, indent=1, default=str), encoding="utf-8"
     )
