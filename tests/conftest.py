@@ -1,4 +1,5 @@
-"""One Spark session for the whole run, with Delta and Iceberg loaded, and table factories.
+"""One Spark session for the whole run, with Delta and Iceberg loaded, table factories, and the
+shared lifecycle history (built once per format through the product, read by many tests).
 
 The fixture is named ``spark_session`` on purpose: it replaces pytest-spark's fixture of
 that name, so that tests get the session the toolkit itself builds (lakehouse.session),
@@ -7,15 +8,18 @@ not a second, differently configured one.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from lakehouse.config import LakehouseConfig, TableFormat, Zone, load_config
 from lakehouse.tables import Table, TableSpec, open_table
+
+if TYPE_CHECKING:
+    from tests.replay_history import Lifecycle
 
 REPO = Path(__file__).resolve().parents[1]
 FORMATS = [TableFormat.DELTA, TableFormat.ICEBERG]
@@ -41,7 +45,6 @@ def lakehouse_config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfi
 def spark_session(lakehouse_config: LakehouseConfig) -> Iterator[object]:
     from lakehouse.session import build_session
 
-    os.environ.setdefault("SPARK_TESTING", "1")
     spark = build_session(lakehouse_config)
     yield spark
     spark.stop()
@@ -115,6 +118,31 @@ def lakehouse(
     )
     env = Lakehouse(spark_session, config)
     yield env
+    for table in env.registry:
+        if table.exists():
+            table.drop()
+
+
+@pytest.fixture(scope="session", params=FORMATS, ids=[f.value for f in FORMATS])
+def lifecycle(
+    request: pytest.FixtureRequest,
+    spark_session: object,
+    lakehouse_config: LakehouseConfig,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Lifecycle]:
+    """The hand-written history delivered, built, corrected, published, rolled back and
+    re-published through the product, once per format for the whole run (see
+    :class:`tests.replay_history.Lifecycle`). Tests only read it: one that must change
+    a history builds its own."""
+    from tests.replay_history import declared_engines, live_lifecycle
+
+    table_format = TableFormat(request.param)
+    config = lakehouse_config.model_copy(
+        update={"force_format": table_format, "instance": f"life{table_format.value[:3]}"}
+    )
+    env = Lakehouse(spark_session, config)
+    folder = tmp_path_factory.mktemp(f"lifecycle-{table_format.value}")
+    yield live_lifecycle(env, declared_engines(folder), folder / "history")
     for table in env.registry:
         if table.exists():
             table.drop()

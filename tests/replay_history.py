@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -21,7 +23,10 @@ from typing import Any
 
 import yaml
 
+from lakehouse.errors import LakehouseError
 from lakehouse.tables import Table
+from ledger import Clock, open_ledger
+from ledger.clock import FixedClock
 from ledger.engines import EngineCatalog, fingerprint, load_engines
 from ledger.reader import LedgerReader
 from workloads.engines.correlation import ENGINE, correlate_v1
@@ -96,6 +101,96 @@ EVENTS = [
     event("l2", "logins", "2025-03-03T10:00:00", "dave@example.com", device="d5", line=2),
     event("l3", "logins", "2025-03-04T10:00:00", "erin@example.com", device="d5", line=3),
 ]
+
+
+RAW_TEMPLATES = {
+    "orders": (
+        '{{"schema_version":"2","event_id":"{eid}","event_time":"{at}Z","customer_email":"{email}",'
+        '"card_fingerprint":"{card}","device_id":"{device}","amount":10.00,"currency":"EUR",'
+        '"merchant_id":"m-1","revision":1}}'
+    ),
+    "logins": (
+        '{{"schema_version":"1","event_id":"{eid}","event_time":"{at}Z","customer_email":"{email}",'
+        '"device_id":"{device}","ip":"10.0.0.1","success":true,"revision":1}}'
+    ),
+}
+
+
+def write_deliveries(root: Path, events: list[tuple[Any, ...]] = EVENTS) -> Path:
+    """Events as partner deliveries: one JSONL file per feed and day, delivered the day after."""
+    for e in events:
+        eid, domain, at, card, device = e[0], e[1], e[2], e[13], e[14]
+        folder = root / domain / (at.date() + timedelta(days=1)).isoformat()
+        folder.mkdir(parents=True, exist_ok=True)
+        line = RAW_TEMPLATES[domain].format(
+            eid=eid, at=at.strftime("%Y-%m-%dT%H:%M:%S"), email=e[10], card=card, device=device
+        )
+        with (folder / f"{domain}-{folder.name}-1.jsonl").open("a", encoding="utf-8") as out:
+            out.write(line + "\n")
+    return root
+
+
+@dataclass(frozen=True)
+class Built:
+    """A history built through the product: the Gold table and the run that built it."""
+
+    gold: Table
+    gold_run: str
+    silver_version: int
+
+
+def build(lh: Any, clock: Clock, history: Path) -> Built:
+    """EVENTS delivered, ingested, built into Silver (ER v1) and Gold (correlation v1) by the
+    product's recorded runs (``workloads.pipeline``): every ledger entry is the product's own."""
+    from workloads.gold.quality import medallion_gate as gate
+    from workloads.pipeline import run_gold, run_ingest, run_silver
+    from workloads.silver.lateness import load_lateness_policy
+
+    registry = lh.registry
+    ledger = open_ledger(registry, clock=clock)
+    source = write_deliveries(history)
+    for feed in ("orders", "logins"):
+        run_ingest(registry, ledger, clock, feed=feed, source=source)
+    run_silver(registry, ledger, clock, policy=load_lateness_policy(), gate=gate)
+    gold_report = run_gold(registry, ledger, clock, gate=gate)
+    silver_version = registry.get("silver.events").current_version()
+    assert silver_version is not None
+    return Built(gold=registry.get(GOLD), gold_run=gold_report.run_id, silver_version=silver_version)
+
+
+LATER_EVENTS = [
+    event("l4", "logins", "2025-03-05T10:00:00", "gina@example.com", device="d9", line=1),
+    event("l5", "logins", "2025-03-06T10:00:00", "hank@example.com", device="d9", line=2),
+]
+"""Delivered after the first build: gina and hank share device d9, touching no one before."""
+GINA = v1_id("gina@example.com")
+
+
+def build_later(lh: Any, clock: Clock, history: Path, *, refresh_index: bool = True) -> Built:
+    """LATER_EVENTS delivered into ``history`` and built by the product's next recorded runs.
+
+    ``refresh_index=False``: the Gold job dies after its recorded build, before it rebuilds
+    the entity index (the index then lags the store until ``reindex``).
+    """
+    from unittest import mock
+
+    from workloads.gold.quality import medallion_gate as gate
+    from workloads.pipeline import run_gold, run_ingest, run_silver
+    from workloads.silver.lateness import load_lateness_policy
+
+    registry = lh.registry
+    ledger = open_ledger(registry, clock=clock)
+    write_deliveries(history, LATER_EVENTS)
+    run_ingest(registry, ledger, clock, feed="logins", source=history)
+    run_silver(registry, ledger, clock, policy=load_lateness_policy(), gate=gate)
+    if refresh_index:
+        gold_report = run_gold(registry, ledger, clock, gate=gate)
+    else:
+        with mock.patch("workloads.pipeline.refresh_entity_index", return_value=None):
+            gold_report = run_gold(registry, ledger, clock, gate=gate)
+    silver_version = registry.get("silver.events").current_version()
+    assert silver_version is not None
+    return Built(gold=registry.get(GOLD), gold_run=gold_report.run_id, silver_version=silver_version)
 
 
 def seed(lh: Any) -> Table:
@@ -186,3 +281,141 @@ def assert_store_invariants(content: dict[tuple[str, str], dict[str, Any]]) -> N
 
 def ledger_of(lh: Any, run_id: str, kind: type[Any]) -> list[Any]:
     return [e for e in LedgerReader.for_registry(lh.registry).by_run(run_id) if isinstance(e, kind)]
+
+
+def refusal(call: Callable[[], object]) -> LakehouseError:
+    """The error a refused step raised (the step must be refused)."""
+    try:
+        call()
+    except LakehouseError as exc:
+        return exc
+    raise AssertionError(f"{call} was not refused")
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """One history per format, built once through the product and never changed by a test.
+
+    Delivered -> ingested -> Silver -> Gold (recorded runs), then the ER v2 correction:
+    dry run -> replay -> (refused publish, refused approver) -> approve -> ack analytics ->
+    (publication held) -> ack fraud-ops twice -> publish -> publish again -> rollback ->
+    re-publish -> (rollback refused outside its window). What each step returned, and the
+    store's rows after it, are kept here for the tests to assert on; so are the asof answers
+    an auditor got at the moments that pass (before the replay, right after publication).
+    """
+
+    lakehouse: Any
+    built: Built
+    before_replay: datetime
+    served: dict[tuple[str, str], dict[str, Any]]
+    answer_before_replay: Any
+    cap_refusal: LakehouseError
+    scope: Any
+    versions_around_dry_run: tuple[dict[str, int | None], dict[str, int | None]]
+    ledger_entries_around_dry_run: tuple[int, int]
+    replayed: Any
+    rows_after_replay: dict[tuple[str, str], dict[str, Any]]
+    outbox_after_replay: bool
+    unapproved_publish: LakehouseError
+    stranger_approval: LakehouseError
+    held_publish: LakehouseError
+    rows_while_held: dict[tuple[str, str], dict[str, Any]]
+    repeated_ack: Any
+    published: Any
+    rows_published: dict[tuple[str, str], dict[str, Any]]
+    answer_at_publication: Any
+    published_again: Any
+    rolled_back: Any
+    rows_rolled_back: dict[tuple[str, str], dict[str, Any]]
+    republished: Any
+    rows_republished: dict[tuple[str, str], dict[str, Any]]
+    late_rollback: LakehouseError
+
+    @property
+    def registry(self) -> Any:
+        return self.lakehouse.registry
+
+    @property
+    def run_id(self) -> str:
+        return str(self.replayed.run_id)
+
+
+def live_lifecycle(lh: Any, engines: EngineCatalog, history: Path) -> Lifecycle:
+    """Build the :class:`Lifecycle` of ``lh`` (see there) with a fixed clock."""
+    from workloads.asof import SparkReader, asof
+    from workloads.replay import ack, approve, plan_scope, publish, rollback, run_replay
+    from workloads.replay.outbox import OUTBOX
+
+    registry = lh.registry
+    clock = FixedClock(START, step=timedelta(seconds=1))
+    built = build(lh, clock, history)
+    gold = built.gold
+    known = sorted(lh.config.tables)
+    before_replay = clock.now()
+    served = rows(gold)
+    answer_before = asof(SparkReader(registry), GOLD, before_replay, known_tables=known, entity=PROMO)
+
+    def versions() -> dict[str, int | None]:
+        return {t.name: t.current_version() for t in registry if t.exists()}
+
+    def entries() -> int:
+        return len(LedgerReader.for_registry(registry).records())
+
+    cap = refusal(lambda: plan_scope(registry, plan_with(max_bytes_read=1), engines=engines))
+    versions_before, entries_before = versions(), entries()
+    scope = plan_scope(registry, plan_with(), engines=engines)
+    versions_after, entries_after = versions(), entries()
+
+    plan = plan_with()
+    out = run_replay(registry, plan, engines=engines, clock=clock)
+    after_replay = rows(gold)
+    outbox_after_replay = registry.get(OUTBOX).exists()
+    unapproved = refusal(lambda: publish(registry, out.run_id, clock=clock))
+    stranger = refusal(lambda: approve(registry, out.run_id, by="mallory", clock=clock))
+    approve(registry, out.run_id, by="risk-lead", clock=clock)
+    ack(registry, "analytics", out.run_id, by="bi-team", clock=clock)
+    held = refusal(lambda: publish(registry, out.run_id, clock=clock))
+    while_held = rows(gold)
+    ack(registry, "fraud-ops", out.run_id, by="ops-bot", clock=clock)
+    repeated = ack(registry, "fraud-ops", out.run_id, by="ops-bot", clock=clock)
+
+    published = publish(registry, out.run_id, clock=clock)
+    rows_published = rows(gold)
+    answer_at_publication = asof(
+        SparkReader(registry), GOLD, published.effective_at, known_tables=known, entity=ANN
+    )
+    again = publish(registry, out.run_id, clock=clock)
+    back = rollback(registry, out.run_id, clock=clock)
+    rows_back = rows(gold)
+    republished = publish(registry, out.run_id, clock=clock)
+    rows_republished = rows(gold)
+    late_clock = FixedClock(republished.effective_at + timedelta(days=31))
+    late = refusal(lambda: rollback(registry, out.run_id, clock=late_clock))
+    return Lifecycle(
+        lakehouse=lh,
+        built=built,
+        before_replay=before_replay,
+        served=served,
+        answer_before_replay=answer_before,
+        cap_refusal=cap,
+        scope=scope,
+        versions_around_dry_run=(versions_before, versions_after),
+        ledger_entries_around_dry_run=(entries_before, entries_after),
+        replayed=out,
+        rows_after_replay=after_replay,
+        outbox_after_replay=outbox_after_replay,
+        unapproved_publish=unapproved,
+        stranger_approval=stranger,
+        held_publish=held,
+        rows_while_held=while_held,
+        repeated_ack=repeated,
+        published=published,
+        rows_published=rows_published,
+        answer_at_publication=answer_at_publication,
+        published_again=again,
+        rolled_back=back,
+        rows_rolled_back=rows_back,
+        republished=republished,
+        rows_republished=rows_republished,
+        late_rollback=late,
+    )

@@ -4,12 +4,14 @@ What users rely on: the index holds exactly the store's rows, each under both of
 entities and in the right bucket; the ledger says which index version mirrors which store
 version; a one-entity ``asof`` through it gives the same answer as reading the store
 itself while reading one bucket; a stale index is never used; a wrong one is never
-recorded.
+recorded. The histories are built through the product (recorded ingest, Silver and Gold
+runs), so the ledger holds only what the product writes.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -18,10 +20,22 @@ from pyspark.sql import functions as F
 
 from lakehouse.config import TableFormat
 from lakehouse.errors import IndexMismatchError, UsageError
-from ledger import OutputWritten, RunFinished, RunStarted, open_ledger
+from ledger import open_ledger
 from ledger.clock import FixedClock
-from tests.replay_history import ANN, BOB, CAROL, EVENTS, GOLD, GOLD_RECORDED, PROMO, START
-from tests.workloads.asof.test_asof import built, content, known
+from tests.replay_history import (
+    ANN,
+    BOB,
+    CAROL,
+    EVENTS,
+    GINA,
+    GOLD,
+    GOLD_RECORDED,
+    PROMO,
+    START,
+    build,
+    build_later,
+)
+from tests.workloads.asof.test_asof import content, known
 from workloads.asof import PythonReader, SparkReader, asof, entity_history
 from workloads.engines.correlation import correlate_v1
 from workloads.engines.entity_resolution import resolve_v1
@@ -104,15 +118,6 @@ def planned_files(lakehouse: Any, table_format: Any, bucket: int, entity: str) -
     return len(list(dataset.get_fragments(filter=lookup))), len(list(dataset.get_fragments()))
 
 
-def record_build(ledger: Any, gold: Any, run_id: str) -> None:
-    ledger.writer.append(
-        RunStarted(run_id=run_id, command="build gold", purpose="build"),
-        RunFinished(
-            run_id=run_id, status="ok", outputs={GOLD: OutputWritten(version=gold.current_version())}
-        ),
-    )
-
-
 def same_rows(lakehouse: Any, at: Any, entities: tuple[str, ...], *, via: str) -> None:
     """Through the index and reading the store itself, both readers give the same answer
     (Spark for the first two entities: the readers' agreement is checked in test_asof)."""
@@ -128,11 +133,15 @@ def same_rows(lakehouse: Any, at: Any, entities: tuple[str, ...], *, via: str) -
             assert "by_entity" not in plain.route_a.note + plain.route_b.note
 
 
-def test_the_index_mirrors_the_store_and_answers_exactly_like_it(lakehouse: Any, table_format: Any) -> None:
+def test_the_index_mirrors_the_store_and_answers_exactly_like_it(
+    lakehouse: Any, table_format: Any, tmp_path: Path
+) -> None:
     clock = FixedClock(START, step=timedelta(seconds=1))
-    gold = built(lakehouse, clock)
+    gold = build(lakehouse, clock, tmp_path / "history").gold
     ledger = open_ledger(lakehouse.registry, clock=clock)
     index = lakehouse.registry.get(INDEX)
+    (by_the_build,) = index_versions(ledger.reader.records())
+    assert (by_the_build.source_version, by_the_build.buckets) == (gold.current_version(), 1)
 
     # rebuilt from the store's version, recorded, and a no-op when nothing changed
     done = refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32)
@@ -149,14 +158,14 @@ def test_the_index_mirrors_the_store_and_answers_exactly_like_it(lakehouse: Any,
         assert row["entity_bucket"] == bucket_of(row["entity_id"], 32)
     under = {(r["correlation_id"], r["entity_id"]) for r in rows}
     assert under == {(r["correlation_id"], side) for r in store for side in (r["entity_a"], r["entity_b"])}
-    (mirror,) = index_versions(ledger.reader.records())
+    mirror = index_versions(ledger.reader.records())[-1]
     assert (mirror.source_version, mirror.index_version, mirror.buckets) == (
         gold.current_version(),
         index.current_version(),
         32,
     )
     assert refresh_entity_index(lakehouse.registry, ledger, clock, buckets=32).status == "current"
-    assert len(index_versions(ledger.reader.records())) == 1, "no rebuild, no ledger entry"
+    assert len(index_versions(ledger.reader.records())) == 2, "no rebuild, no ledger entry"
 
     # a lookup plans one file: its bucket's
     assert planned_files(lakehouse, table_format, bucket_of(ANN, 32), ANN) == (
@@ -171,32 +180,23 @@ def test_the_index_mirrors_the_store_and_answers_exactly_like_it(lakehouse: Any,
         lakehouse, at_build, (ANN, PROMO, CAROL, "nobody"), via="read through gold.correlations_by_entity"
     )
 
-    # a write the index has not caught up with (the job died before rebuilding it): not used
-    extra = (
-        gold.read()
-        .where(F.col("entity_b") == CAROL)
-        .limit(1)
-        .withColumn("correlation_id", F.lit("later-1"))
-        .withColumn("run_id", F.lit("gold-2"))
-        .withColumn("recorded_at", F.lit(clock.now()).cast("timestamp"))
-    )
-    gold.append(lakehouse.spark.createDataFrame(extra.collect(), extra.schema), run_id="gold-2")
-    record_build(ledger, gold, "gold-2")
+    # a recorded Gold build whose job died before it rebuilt the index: the index is not used
+    later = build_later(lakehouse, clock, tmp_path / "history", refresh_index=False)
     stale_at = clock.now()
     for reader in (SparkReader(lakehouse.registry), PythonReader(lakehouse.config)):
-        answer = asof(reader, GOLD, stale_at, known_tables=known(lakehouse), entity=CAROL)
+        answer = asof(reader, GOLD, stale_at, known_tables=known(lakehouse), entity=GINA)
         assert "does not mirror" in answer.route_a.note, reader.name
-        assert "later-1" in {r["correlation_id"] for r in answer.rows}, "the current store is what answers"
+        assert {r["run_id"] for r in answer.rows} == {later.gold_run}, "the current store is what answers"
         assert answer.routes_agree is True
 
     # caught up: both routes read it again, at the new point and at the old one
     assert refresh_entity_index(lakehouse.registry, ledger, clock).status == "rebuilt"
     assert index_versions(ledger.reader.records())[-1].buckets == 1, "a tiny store gets one bucket"
-    same_rows(lakehouse, stale_at, (CAROL, BOB), via="read through gold.correlations_by_entity")
-    old = asof(PythonReader(lakehouse.config), GOLD, at_build, known_tables=known(lakehouse), entity=CAROL)
+    same_rows(lakehouse, stale_at, (GINA, CAROL, BOB), via="read through gold.correlations_by_entity")
+    old = asof(PythonReader(lakehouse.config), GOLD, at_build, known_tables=known(lakehouse), entity=GINA)
     assert "read through" in old.route_b.note, "the published version at the build has its own mirror"
     assert old.routes_agree is True
-    assert "later-1" not in {r["correlation_id"] for r in old.rows}
+    assert old.rows == (), "gina was not known at the first build"
     for reader in (SparkReader(lakehouse.registry), PythonReader(lakehouse.config)):
         story = entity_history(reader, GOLD, CAROL, known_tables=known(lakehouse))
         assert (
