@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class _Engine:
+class _GxRuntime:
     """The process's GX objects, bound to one SparkSession."""
 
     session: Any
@@ -72,7 +72,7 @@ class _Engine:
 
 
 _LOCK = threading.RLock()
-_ENGINE: _Engine | None = None
+_GX_RUNTIME: _GxRuntime | None = None
 
 
 @contextmanager
@@ -83,11 +83,11 @@ def _quiet() -> Iterator[None]:
         yield
 
 
-def _engine(session: SparkSession) -> _Engine:
+def _gx_runtime(session: SparkSession) -> _GxRuntime:
     """The GX context for ``session``, built on first use and then reused."""
-    global _ENGINE
-    if _ENGINE is not None and _ENGINE.session is session:
-        return _ENGINE
+    global _GX_RUNTIME
+    if _GX_RUNTIME is not None and _GX_RUNTIME.session is session:
+        return _GX_RUNTIME
     # Before the import: GX logs at INFO while importing and at ERROR for metrics it cannot
     # compute; both would reach a CLI's stderr. Failures come back in the results instead.
     logging.getLogger("great_expectations").setLevel(logging.CRITICAL)
@@ -114,8 +114,8 @@ def _engine(session: SparkSession) -> _Engine:
         batch_definition = datasource.add_dataframe_asset(name="frame").add_batch_definition_whole_dataframe(
             "whole"
         )
-    _ENGINE = _Engine(session=session, context=context, batch_definition=batch_definition)
-    return _ENGINE
+    _GX_RUNTIME = _GxRuntime(session=session, context=context, batch_definition=batch_definition)
+    return _GX_RUNTIME
 
 
 def _expectation(check: Check, index: int) -> Any:
@@ -168,17 +168,17 @@ def _gx_suite(suite: Suite, indices: Sequence[int], *, name: str) -> Any:
     return gx_suite
 
 
-def _registered_suite(engine: _Engine, suite: Suite) -> Any:
+def _registered_suite(runtime: _GxRuntime, suite: Suite) -> Any:
     """The suite's full GX suite, added to the context once.
 
     Keyed by the suite itself, not its table name: two suites of one table (a stricter one
     in a test, say) each get their own registration.
     """
-    if suite not in engine.suites:
-        name = suite.table if not engine.suites else f"{suite.table}#{len(engine.suites)}"
+    if suite not in runtime.suites:
+        name = suite.table if not runtime.suites else f"{suite.table}#{len(runtime.suites)}"
         gx_suite = _gx_suite(suite, range(len(suite.checks)), name=str(name))
-        engine.suites[suite] = engine.context.suites.add(gx_suite)
-    return engine.suites[suite]
+        runtime.suites[suite] = runtime.context.suites.add(gx_suite)
+    return runtime.suites[suite]
 
 
 def _check_index(result: Any) -> int:
@@ -261,12 +261,12 @@ def _run(
 ) -> list[ExpectationFailure]:
     """GX on ``df``: a cheap pass/fail run, then details for the failed checks only."""
     failures: list[ExpectationFailure] = []
-    engine = _engine(df.sparkSession)
+    runtime = _gx_runtime(df.sparkSession)
     if len(runnable) == len(suite.checks):
-        gx_suite = _registered_suite(engine, suite)
+        gx_suite = _registered_suite(runtime, suite)
     else:
         gx_suite = _gx_suite(suite, runnable, name=f"{suite.table}.partial")
-    batch = engine.batch_definition.get_batch(batch_parameters={"dataframe": df})
+    batch = runtime.batch_definition.get_batch(batch_parameters={"dataframe": df})
     verdict = batch.validate(gx_suite, result_format="BOOLEAN_ONLY")
     failed = sorted(_check_index(r) for r in verdict.results if not r.success)
     if failed:
