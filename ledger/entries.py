@@ -183,6 +183,23 @@ class ReconciliationDecision(_InRun):
     checks: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+class QualityComparison(_InRun):
+    """How good the old and the new engine version of a replay are, side by side.
+
+    Measured against labelled truth when the data has one (``basis = ground_truth``:
+    identities' true persons and true shared-asset groups), otherwise recorded with
+    ``basis = none`` and the reason, so the absence of a measurement is on record too.
+    ``report`` holds the figures (``workloads.evaluation.QualityReport.to_dict``).
+    """
+
+    kind: Literal["quality_comparison"] = "quality_comparison"
+    table: str
+    basis: Literal["ground_truth", "none"]
+    old_engine: str
+    new_engine: str
+    report: dict[str, JsonValue] = Field(default_factory=dict)
+
+
 class Approval(_InRun):
     """A person approved (or rejected) a run's candidate for publication."""
 
@@ -281,6 +298,7 @@ LedgerEntry = Annotated[
     | RunFinished
     | DiffManifest
     | ReconciliationDecision
+    | QualityComparison
     | Approval
     | Publication
     | Supersession
@@ -298,6 +316,7 @@ ENTRY_TYPES: tuple[type[LedgerEntryBase], ...] = (
     RunFinished,
     DiffManifest,
     ReconciliationDecision,
+    QualityComparison,
     Approval,
     Publication,
     Supersession,

@@ -15,6 +15,7 @@ ORDER = ["lakehouse", "ledger", "workloads", "jobs"]
 WORKLOAD_ORDER = [
     {"vocabulary"},
     {"engines"},
+    {"evaluation"},
     {"runs"},
     {"bronze"},
     {"silver"},

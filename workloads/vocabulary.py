@@ -122,6 +122,15 @@ class Verdict(StrEnum):
     ROLLBACK = "rollback"
 
 
+class QualityBasis(StrEnum):
+    """What a version's quality report was measured against (``workloads.evaluation``)."""
+
+    GROUND_TRUTH = "ground_truth"
+    """A labelled truth file: the true person of every identity, the true shared-asset groups."""
+    NONE = "none"
+    """No labels for this data: the report says so (confirmed outcomes come with the ML work)."""
+
+
 class TableName(StrEnum):
     """Every logical table the workloads read or write (configured in ``lakehouse.yaml``)."""
 

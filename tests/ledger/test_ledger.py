@@ -52,6 +52,7 @@ from ledger.entries import (
     LedgerSchemaChanged,
     Notification,
     Publication,
+    QualityComparison,
     ReconciliationDecision,
     Rollback,
     RunFinished,
@@ -134,6 +135,14 @@ def one_of_each_kind() -> list[LedgerEntryBase]:
             expected_delta=Decimal("0.50"),
             residual_delta=Decimal("0"),
             owner="risk-team",
+        ),
+        QualityComparison(
+            run_id="r1",
+            table=TABLE,
+            basis="ground_truth",
+            old_engine="entity_resolution@1",
+            new_engine="entity_resolution@3",
+            report={"old": {"entity_resolution": {"f1": 0.708}}, "new": {"entity_resolution": {"f1": 1.0}}},
         ),
         Approval(run_id="r1", approver="ana", decision="approved", scope="plan-1", approved_at=T0),
         Supersession(
