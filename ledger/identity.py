@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, JsonValue
+from pydantic import BeforeValidator, Field, JsonValue, SerializerFunctionWrapHandler, model_serializer
 
 from lakehouse.digest import digest_of
 from lakehouse.models import StrictModel
@@ -48,6 +48,20 @@ class EngineIdentity(StrictModel):
     """Reference data the engine reads, name -> snapshot / version."""
     model_versions: TextMapping = Field(default_factory=dict)
     """Models the engine applies (MLflow), name -> version."""
+    input_schemas: TextMapping = Field(default_factory=dict)
+    """Schema versions of the rows the engine reads, as the build that ran it found them
+    (e.g. ``silver.events`` -> the digest of its configured schema, ``source:orders`` -> the
+    accepted source versions). Empty for a declared identity: the declaration names the
+    logic, the run adds what it read."""
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_schemas(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``input_schemas`` out when empty: identities recorded before the field existed
+        keep their text and digest."""
+        data: dict[str, Any] = handler(self)
+        if not self.input_schemas:
+            data.pop("input_schemas", None)
+        return data
 
     @property
     def ref(self) -> str:

@@ -32,6 +32,26 @@ PENDING: Final = "pending"
 IMPLEMENTATION_PATTERN: Final = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 """``package.module:function``."""
 _FINGERPRINT = re.compile(rf"^([0-9a-f]{{64}}|{PENDING})$")
+DATA_REF_PATTERN: Final = re.compile(r"^[a-z_]\w*\.[a-z_]\w*(:[a-z_]\w*)?$")
+"""What an engine consumes or produces: ``zone.table`` or ``zone.table:column``."""
+
+
+def _data_refs(values: tuple[str, ...]) -> tuple[str, ...]:
+    bad = [v for v in values if not DATA_REF_PATTERN.match(v)]
+    if bad:
+        raise ValueError(f"{bad[0]!r} must look like 'zone.table' or 'zone.table:column'")
+    return values
+
+
+def data_refs_meet(produced: str, consumed: str) -> bool:
+    """Whether what one engine produces is (part of) what another consumes.
+
+    Equal refs meet, and a whole table meets any column of it (``gold.baselines`` and
+    ``gold.baselines:mean``); two different columns of one table do not.
+    """
+    p_table, _, p_column = produced.partition(":")
+    c_table, _, c_column = consumed.partition(":")
+    return p_table == c_table and (not p_column or not c_column or p_column == c_column)
 
 
 class EngineSpec(StrictModel):
@@ -48,7 +68,20 @@ class EngineSpec(StrictModel):
     code_fingerprint: str
     """sha256 from :func:`ledger.engines.fingerprint.fingerprint`, or ``pending`` until the code exists."""
     reference_data: TextMapping = Field(default_factory=dict)
+    """Reference tables the engine reads, name -> snapshot/version (none of the shipped engines
+    reads any: empty is the truth, not a gap)."""
     model_versions: TextMapping = Field(default_factory=dict)
+    """Models it applies, name -> version (none of the shipped engines applies a model)."""
+    consumes: tuple[str, ...] = ()
+    """What it reads: ``zone.table`` or ``zone.table:column`` (e.g. ``silver.events:entity_id``)."""
+    produces: tuple[str, ...] = ()
+    """What it decides: ``zone.table`` or ``zone.table:column``. An engine that consumes what
+    another produces is downstream of it (:meth:`EngineCatalog.downstream`)."""
+
+    @field_validator("consumes", "produces")
+    @classmethod
+    def _refs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _data_refs(value)
 
     @field_validator("name")
     @classmethod
@@ -130,6 +163,28 @@ class EngineCatalog:
     def versions(self, name: str) -> list[EngineSpec]:
         """The declared versions of one engine, oldest first."""
         return sorted((e for e in self.engines if e.name == name), key=lambda e: e.version)
+
+    def downstream(self, name: str) -> list[str]:
+        """Engines fed, directly or transitively, by what ``name`` produces (nearest first).
+
+        Any declared version counts: a version that consumes or produces something makes
+        the link. The change of ``entity_resolution`` reaches ``correlation`` (which
+        consumes ``silver.events:entity_id``) and ``entity_daily`` and from it ``baselines``.
+        """
+        self.resolve(name)
+        produced = {n: {p for e in self.versions(n) for p in e.produces} for n in self.names()}
+        consumed = {n: {c for e in self.versions(n) for c in e.consumes} for n in self.names()}
+        chain: list[str] = []
+        frontier = [name]
+        while frontier:
+            current = frontier.pop(0)
+            for other in self.names():
+                if other == name or other in chain:
+                    continue
+                if any(data_refs_meet(p, c) for p in produced[current] for c in consumed[other]):
+                    chain.append(other)
+                    frontier.append(other)
+        return chain
 
     def resolve(self, name: str, version: int | None = None, at: date | None = None) -> EngineSpec:
         """The version asked for, or the one effective at ``at``, or the newest.

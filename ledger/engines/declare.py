@@ -42,6 +42,8 @@ def declare(
     parameters: dict[str, JsonValue] | None = None,
     reference_data: dict[str, str] | None = None,
     model_versions: dict[str, str] | None = None,
+    consumes: Sequence[str] = (),
+    produces: Sequence[str] = (),
     run_id: str | None = None,
     search_path: Sequence[str] | None = None,
 ) -> EngineDeclared:
@@ -52,7 +54,9 @@ def declare(
     so comments and layout are kept; if the file does not end with its ``engines`` list
     (so that appending would not parse back to the same declarations), the file is
     rewritten deterministically with ``yaml.safe_dump`` instead, which drops comments.
-    The caller appends the returned entry to the ledger.
+    The caller appends the returned entry to the ledger. ``consumes`` / ``produces``
+    default to the previous version's (a new version of an engine usually sits at the same
+    place in the chain).
     """
     catalog = load_engines(path)
     versions = catalog.versions(name)
@@ -68,6 +72,8 @@ def declare(
             code_fingerprint=fingerprint(implementation, search_path=search_path),
             reference_data=reference_data or {},
             model_versions=model_versions or {},
+            consumes=tuple(consumes) or (latest.consumes if latest else ()),
+            produces=tuple(produces) or (latest.produces if latest else ()),
         )
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -161,6 +167,10 @@ def _item(spec: EngineSpec) -> dict[str, Any]:
         item["reference_data"] = dict(spec.reference_data)
     if spec.model_versions:
         item["model_versions"] = dict(spec.model_versions)
+    if spec.consumes:
+        item["consumes"] = list(spec.consumes)
+    if spec.produces:
+        item["produces"] = list(spec.produces)
     return item
 
 
