@@ -95,12 +95,13 @@ def lookup_shares(config: Any, buckets: int, entity: str) -> tuple[float, float]
 
 def refresh(registry: Any, ledger: Any, clock: Any) -> int:
     """Rebuild the entity index as the product does after a serving change; returns its bucket count."""
+    from jobs.render import render_index_refresh
     from workloads.gold.entity_index import refresh_entity_index
 
     started = time.monotonic()
     done = refresh_entity_index(registry, ledger, clock)
     assert done.buckets is not None
-    print(f"  {done.line()}: {time.monotonic() - started:.1f}s")
+    print(f"  {render_index_refresh(done)}: {time.monotonic() - started:.1f}s")
     return done.buckets
 
 

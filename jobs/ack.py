@@ -22,12 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from jobs.render import render_ack
     from workloads.replay import ack
 
     result = ack(ctx.registry, args.consumer, args.run_id, by=args.by, clock=ctx.clock)
-    state = "acknowledged" if result.recorded else "already acknowledged"
-    line = f"{state}: {result.consumer} for run {result.run_id} by {result.acknowledged_by}"
-    return Outcome(data=result, lines=[line])
+    return Outcome(data=result, lines=[render_ack(result)])
 
 
 if __name__ == "__main__":

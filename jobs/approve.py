@@ -23,15 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from jobs.render import render_approval
     from workloads.replay import approve
 
     result = approve(
         ctx.registry, args.run_id, by=args.by, clock=ctx.clock, reason=args.reason, reject=args.reject
     )
-    line = f"{result.decision}: run {result.run_id} by {result.approver} at {result.approved_at.isoformat()}"
-    if result.decision == "approved":
-        line += f"; next: lakehouse publish {result.run_id}"
-    return Outcome(data=result, lines=[line])
+    return Outcome(data=result, lines=[render_approval(result)])
 
 
 if __name__ == "__main__":

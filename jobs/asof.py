@@ -49,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from jobs.render import render_asof, render_history
     from lakehouse.errors import UsageError
     from lakehouse.expressions import parse_instant
     from workloads.asof import PythonReader, Reader, SparkReader, asof, entity_history
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         story = entity_history(
             reader, args.table, args.entity, known_tables=known, use_index=not args.no_index
         )
-        return Outcome(data=story, lines=story.lines())
+        return Outcome(data=story, lines=render_history(story))
     if not args.at:
         raise UsageError("asof needs --at TIMESTAMP (ISO-8601 with a time zone), or --history --entity ID")
     answer = asof(
@@ -79,9 +80,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         if answer.routes_agree is False
         else None
     )
-    return Outcome(
-        data=answer.to_dict(), lines=answer.lines(), exit_code=answer.exit_code, error=disagreement
-    )
+    return Outcome(data=answer, lines=render_asof(answer), exit_code=answer.exit_code, error=disagreement)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from jobs.render import render_gold, render_silver
     from workloads.gold.quality import medallion_gate as gate
     from workloads.pipeline import run_gold, run_silver
     from workloads.silver.lateness import load_lateness_policy
@@ -40,22 +41,10 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             until=args.until,
             gate=gate,
         )
-        return Outcome(data=silver.to_dict(), lines=silver.describe().splitlines())
+        return Outcome(data=silver, lines=render_silver(silver))
     ctx.progress("building Gold from pinned Silver")
     gold = run_gold(ctx.registry, ctx.ledger, ctx.clock, full=args.full, gate=gate)
-    lines = [
-        f"gold build {gold.run_id}: {gold.events} events ({gold.unattributed_events} unattributed), "
-        f"daily rows {gold.daily_rows} (+{gold.daily_added} ~{gold.daily_changed} -{gold.daily_removed}), "
-        f"baselines recomputed for {gold.entities_recomputed} entities",
-    ]
-    if gold.correlations is not None:
-        c = gold.correlations
-        lines.append(
-            f"correlations ({c.engine}): {c.inserted} new, {c.updated} updated, {c.unchanged} unchanged"
-        )
-    if gold.entity_index is not None:
-        lines.append(gold.entity_index.line())
-    return Outcome(data=gold, lines=lines)
+    return Outcome(data=gold, lines=render_gold(gold))
 
 
 if __name__ == "__main__":

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.common import Block, Context, Outcome, TableView
 from jobs.output import plain
+
+if TYPE_CHECKING:
+    from workloads.synthetic import demo
+    from workloads.synthetic.demo import DemoReport
 
 NAME = "demo"
 HELP = (
@@ -42,81 +47,86 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         settings=settings,
         gate=gate,
     )
-    return Outcome(data=report, lines=_lines(ctx, plain(report)))
+    return Outcome(data=report, lines=render_demo(ctx, report))
 
 
-def _lines(ctx: Context, report: dict[str, Any]) -> list[Block]:
-    medallion = report["chapters"]["medallion"]
+HIGH_IMPACT_SHOWN = 5
+"""High-impact changes the demo lists (all are in the review file)."""
+
+
+def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
+    """Where the demo wrote, every table, what the medallion holds, then the restatement."""
+    medallion = report.chapters.medallion
+    exceptions = medallion.exceptions_awaiting_approval
     lines: list[Block] = [
         f"lakehouse work dir: {ctx.config.workdir_path}",
         f"iceberg catalog '{ctx.config.iceberg.name}': {ctx.config.iceberg_uri}",
         "",
         "zones and tables:",
-        TableView(report["tables"], ["name", "zone", "format", "rows", "current_version"]),
+        TableView([plain(t) for t in report.tables], ["name", "zone", "format", "rows", "current_version"]),
         "",
         "quarantine (feed:reason -> rows):",
-        *[f"  {reason:<40} {n}" for reason, n in medallion["quarantine_reasons"].items()],
+        *[f"  {reason:<40} {n}" for reason, n in medallion.quarantine_reasons.items()],
         "",
-        f"exceptions awaiting approval (first {len(medallion['exceptions_awaiting_approval'])}):",
-        TableView(medallion["exceptions_awaiting_approval"], ["event_id", "domain", "period", "status"]),
+        f"exceptions awaiting approval (first {len(exceptions)}):",
+        TableView(exceptions, ["event_id", "domain", "period", "status"]),
         "",
         "top correlations:",
         TableView(
-            medallion["top_correlations"],
+            medallion.top_correlations,
             ["correlation_type", "entity_a", "entity_b", "confidence", "engine"],
         ),
     ]
-    restated = report["chapters"].get("restatement")
-    if restated:
-        lines += ["", f"restatement under plan {restated['plan']}:", "", "dry run:"]
-        lines += [f"  {line}" for line in restated["dry_run"]]
-        lines += ["", "replay:", *[f"  {line}" for line in _shortened(restated["replay"])]]
-        if "stopped" in restated:
-            lines += ["", restated["stopped"]]
-            return lines
-        approval = restated["approval"]
-        lines += ["", f"approved by {approval['approver']} at {approval['approved_at']}"]
-        lines += ["", "publication:", *[f"  {line}" for line in restated["publication"]]]
-        example = restated.get("example")
-        if example:
-            old, new = example["superseded"], example["successor"] or {}
-            lines += [
-                "",
-                f"a {old['status']} correlation:",
-                f"  {old['correlation_type']} {old['entity_a']} ~ {old['entity_b']} "
-                f"confidence {old['confidence']} ({old['engine']})",
-                f"  status {old['status']} at {old['superseded_at']}, "
-                f"successor {old['superseded_by'] or '-'}",
-                f"  reason: {old['supersede_reason']}",
-            ]
-            if new:
-                lines.append(
-                    f"  successor: {new.get('entity_a')} ~ {new.get('entity_b')} confidence "
-                    f"{new.get('confidence')} ({new.get('engine')}, {new.get('status')})"
-                )
-        back = restated["rollback"]
-        lines += [
-            "",
-            f"rolled back: {back['table']} restored to the content of version {back['to_version']} "
-            f"as version {back['new_version']}",
-            "re-published:",
-            *[f"  {line}" for line in restated["republication"]],
-        ]
+    restated = report.chapters.restatement
+    if restated is not None:
+        lines += _restatement(restated)
     return lines
 
 
-HIGH_IMPACT_SHOWN = 5
+def _restatement(restated: demo.Restatement | demo.StoppedRestatement) -> list[Block]:
+    from jobs.render import indented, render_publication, render_replay, render_scope
+    from workloads.synthetic.demo import StoppedRestatement
+
+    lines: list[Block] = ["", f"restatement under plan {restated.plan}:", "", "dry run:"]
+    lines += indented(render_scope(restated.dry_run))
+    lines += ["", "replay:"]
+    lines += indented(render_replay(restated.replay, high_impact_shown=HIGH_IMPACT_SHOWN))
+    if isinstance(restated, StoppedRestatement):
+        return [*lines, "", restated.stopped]
+    approval = restated.approval
+    lines += ["", f"approved by {approval.approver} at {approval.approved_at.isoformat()}"]
+    lines += ["", "publication:", *indented(render_publication(restated.publication))]
+    if restated.example:
+        lines += _example(restated.example)
+    back = restated.rollback
+    lines += [
+        "",
+        f"rolled back: {back.table} restored to the content of version {back.to_version} "
+        f"as version {back.new_version}",
+        "re-published:",
+        *indented(render_publication(restated.republication)),
+    ]
+    return lines
 
 
-def _shortened(lines: list[str]) -> list[str]:
-    """The replay's lines with only the first few high-impact changes (all are in the review file)."""
-    flagged = [line for line in lines if line.startswith("  ! ")]
-    if len(flagged) <= HIGH_IMPACT_SHOWN:
-        return lines
-    hidden = set(flagged[HIGH_IMPACT_SHOWN:])
-    kept = [line for line in lines if line not in hidden]
-    at = kept.index(flagged[HIGH_IMPACT_SHOWN - 1]) + 1
-    return [*kept[:at], f"  ! ... {len(hidden)} more in the review file", *kept[at:]]
+def _example(example: Mapping[str, Any]) -> list[Block]:
+    """A correlation the replay retired, why, and its successor."""
+    old, new = example["superseded"], example["successor"] or {}
+    superseded_at = old["superseded_at"]
+    lines: list[Block] = [
+        "",
+        f"a {old['status']} correlation:",
+        f"  {old['correlation_type']} {old['entity_a']} ~ {old['entity_b']} "
+        f"confidence {old['confidence']} ({old['engine']})",
+        f"  status {old['status']} at {plain(superseded_at)}, successor {old['superseded_by'] or '-'}",
+        f"  reason: {old['supersede_reason']}",
+    ]
+    if new:
+        lines.append(
+            f"  successor: {new.get('entity_a')} ~ {new.get('entity_b')} confidence "
+            f"{new.get('confidence')} ({new.get('engine')}, {new.get('status')})"
+        )
+    return lines
 
 
 if __name__ == "__main__":

@@ -10,8 +10,13 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from typing import TYPE_CHECKING
+
+from jobs.common import Block, Context, Outcome, TableView
 from lakehouse.errors import UsageError
+
+if TYPE_CHECKING:
+    from workloads.synthetic.generator import GenerationSummary
 
 NAME = "generate"
 HELP = "generate a seeded history of raw deliveries (orders, refunds, logins, settlements, outcomes)"
@@ -37,7 +42,35 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         summary = generate(out, settings, ctx.progress, policy=load_lateness_policy())
     except (ValueError, FileExistsError) as exc:
         raise UsageError(f"generate: {exc}") from None
-    return Outcome(data=summary, lines=summary.describe().splitlines())
+    return Outcome(data=summary, lines=render_generation(summary))
+
+
+def render_generation(summary: GenerationSummary) -> list[Block]:
+    """What ``generate`` wrote: where, how much, per feed (lines, files, fates) and faults per kind."""
+    from workloads.vocabulary import FEEDS
+
+    feeds = [
+        {
+            "feed": feed,
+            "lines": summary.lines_per_feed[feed],
+            "files": summary.files_per_feed[feed],
+            "fates": ", ".join(f"{k}={v}" for k, v in sorted(summary.fates_per_feed[feed].items())),
+        }
+        for feed in FEEDS
+    ]
+    faults = [{"fault": kind, "count": n} for kind, n in summary.faults_per_kind.items()]
+    return [
+        f"out dir        : {summary.out_dir}",
+        f"ground truth   : {summary.ground_truth}",
+        f"persons / rings: {summary.persons} / {summary.rings}",
+        f"deliveries     : {summary.first_delivery} .. {summary.last_delivery}",
+        f"files written  : {summary.files_written}",
+        f"total events   : {summary.total_events}",
+        "",
+        TableView(feeds, ["feed", "lines", "files", "fates"]),
+        "",
+        TableView(faults, ["fault", "count"]),
+    ]
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Block, Context, Outcome, TableView
+from jobs.common import Context, Outcome
 
 NAME = "ingest"
 HELP = "ingest a feed's deliveries into Bronze (re-ingesting a manifest is a no-op)"
@@ -23,19 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from jobs.render import render_ingest
     from workloads.pipeline import run_ingest
 
     source = args.source or ctx.config.workdir_path / "history"
     report = run_ingest(ctx.registry, ctx.ledger, ctx.clock, feed=args.feed, source=source)
-    deliveries = [
-        {"delivery": m.delivery, "status": m.status, "rows": m.rows, "manifest": m.manifest_id[:16]}
-        for m in report.manifests
-    ]
-    lines: list[Block] = [
-        report.describe(),
-        TableView(deliveries, ["delivery", "status", "rows", "manifest"]),
-    ]
-    return Outcome(data=report, lines=lines)
+    return Outcome(data=report, lines=render_ingest(report))
 
 
 if __name__ == "__main__":

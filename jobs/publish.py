@@ -24,10 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from jobs.render import render_publication
     from workloads.replay import publish
 
     result = publish(ctx.registry, args.run_id, clock=ctx.clock)
-    return Outcome(data=result, lines=result.lines())
+    return Outcome(data=result, lines=render_publication(result))
 
 
 if __name__ == "__main__":

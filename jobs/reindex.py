@@ -30,13 +30,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from jobs.render import render_index_refresh
     from lakehouse.errors import UsageError
     from workloads.gold.entity_index import refresh_entity_index
 
     if args.buckets is not None and args.buckets < 1:
         raise UsageError(f"--buckets must be at least 1, not {args.buckets}")
     done = refresh_entity_index(ctx.registry, ctx.ledger, ctx.clock, buckets=args.buckets)
-    return Outcome(data=done, lines=[done.line()])
+    return Outcome(data=done, lines=[render_index_refresh(done)])
 
 
 if __name__ == "__main__":

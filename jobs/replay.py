@@ -4,6 +4,9 @@ A dry run prints the exact scope and cost and writes nothing. Without it, the re
 the candidate beside serving, diffs and reconciles it, and stops at ``awaiting_approval``
 (a correction) or ``compared`` (a comparison, which can never be published). Rerunning the
 same plan against the same inputs resumes the same run instead of starting a second one.
+Both engine versions' quality is reported side by side when the history has labelled truth
+(``--truth PATH``, or the ``_ground_truth.json`` beside the ingested deliveries); without
+it the report says "no ground truth".
 """
 
 from __future__ import annotations
@@ -31,10 +34,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
     parser.add_argument("--rebuild", action="store_true", help="drop this run's candidate and build it again")
+    parser.add_argument(
+        "--truth",
+        type=Path,
+        help="labelled truth file to measure both versions against (default: the _ground_truth.json "
+        "beside the ingested deliveries, if any)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from jobs.render import render_replay, render_scope
     from ledger.engines import load_engines
+    from workloads.evaluation import load_truth
     from workloads.replay import plan_scope, run_replay
     from workloads.replay.plan import Purpose, load_plan
 
@@ -42,13 +53,16 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     if args.purpose:
         plan = plan.with_purpose(Purpose(args.purpose))
     engines = load_engines(args.engines)
+    truth = load_truth(args.truth) if args.truth is not None else None  # a bad file: exit 2, before Spark
     if args.dry_run:
         ctx.progress(f"scoping plan {plan.plan} (dry run: nothing is written)")
         scope = plan_scope(ctx.registry, plan, engines=engines)
-        return Outcome(data=scope.to_dict(), lines=scope.lines())
+        return Outcome(data=scope, lines=render_scope(scope))
     ctx.progress(f"replaying plan {plan.plan} ({plan.purpose.value}): candidate, diff, reconciliation")
-    outcome = run_replay(ctx.registry, plan, engines=engines, clock=ctx.clock, rebuild=args.rebuild)
-    return Outcome(data=outcome.to_dict(), lines=outcome.lines())
+    outcome = run_replay(
+        ctx.registry, plan, engines=engines, clock=ctx.clock, rebuild=args.rebuild, truth=truth
+    )
+    return Outcome(data=outcome, lines=render_replay(outcome))
 
 
 if __name__ == "__main__":

@@ -21,15 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from jobs.render import render_rollback
     from workloads.replay import rollback
 
     result = rollback(ctx.registry, args.run_id, clock=ctx.clock, reason=args.reason)
-    line = (
-        f"rolled back run {result.run_id}: {result.table} restored to the content of version "
-        f"{result.to_version} (was {result.from_version}) as new version {result.new_version}"
-    )
-    lines = [line] + ([result.entity_index.line()] if result.entity_index is not None else [])
-    return Outcome(data=result, lines=lines)
+    return Outcome(data=result, lines=render_rollback(result))
 
 
 if __name__ == "__main__":

@@ -89,11 +89,23 @@ def test_plain_dumps_nested_dataclasses_models_enums_dates_and_paths() -> None:
     assert json.loads(json.dumps(dumped)) == dumped
 
 
-def test_plain_matches_the_hand_written_dump_of_a_result() -> None:
+def test_a_result_is_dumped_as_its_fields_and_drawn_by_jobs_render() -> None:
+    from jobs.render import render_index_refresh
     from workloads.gold.entity_index import IndexRefresh
 
     refresh = IndexRefresh("rebuilt", source_version=3, index_version=4, rows=10, run_id="r", buckets=2)
-    assert plain(refresh) == refresh.to_dict()
+    assert plain(refresh) == {
+        "status": "rebuilt",
+        "source_version": 3,
+        "index_version": 4,
+        "rows": 10,
+        "run_id": "r",
+        "buckets": 2,
+    }
+    assert render_index_refresh(refresh) == (
+        "entity index gold.correlations_by_entity@4 rebuilt from gold.correlations@3 "
+        "(10 rows in 2 buckets, run r)"
+    )
 
 
 def test_tables_for_people_are_plain_text_off_a_terminal() -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
@@ -29,8 +29,8 @@ from lakehouse.errors import UsageError, VersionGoneError
 from lakehouse.expressions import Expr, parse_where
 from ledger import LedgerRecord
 from ledger.clock import utc
-from workloads.asof.knowledge import Timeline, timeline
-from workloads.asof.readers import Reader, Scope, jsonable
+from workloads.asof.knowledge import RunFacts, Timeline, timeline
+from workloads.asof.readers import Reader, Scope
 from workloads.gold.entity_index import INDEX, SOURCE, IndexVersion, bucket_of, index_versions, mirror_of
 from workloads.vocabulary import CURRENT_STATUSES, TableName
 
@@ -59,22 +59,34 @@ def key_columns(columns: Sequence[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Route:
-    """One route's outcome: its rows, or why it could not answer."""
+    """One route's outcome as the answer shows it: how many rows it found, from which
+    version, or why it could not answer (its rows are compared, then the answer's)."""
 
-    name: str
+    route: str
+    """``a`` (bitemporal columns + ledger) or ``b`` (format time travel)."""
     available: bool
-    rows: tuple[dict[str, Any], ...] = ()
+    rows: int = 0
+    """How many rows the route found."""
     version: int | None = None
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "route": self.name,
-            "available": self.available,
-            "rows": len(self.rows),
-            "version": self.version,
-            "note": self.note,
-        }
+
+@dataclass(frozen=True)
+class RouteRead:
+    """A route's outcome with the rows it read (what :func:`asof` compares)."""
+
+    route: Route
+    rows: tuple[dict[str, Any], ...] = ()
+
+
+def _read(
+    name: str,
+    available: bool,
+    rows: Sequence[dict[str, Any]] = (),
+    version: int | None = None,
+    note: str = "",
+) -> RouteRead:
+    return RouteRead(Route(name, available, len(rows), version, note), tuple(rows))
 
 
 @dataclass(frozen=True)
@@ -86,8 +98,8 @@ class AsOfAnswer:
     entity: str | None
     where: str | None
     reader: str
-    route_a: Route
-    route_b: Route
+    routes: Mapping[str, Route]
+    """``a`` and ``b``: each route's row count, version and note."""
     routes_agree: bool | None
     """None when only one route could answer."""
     first_difference: Mapping[str, Any] | None
@@ -96,65 +108,16 @@ class AsOfAnswer:
     notes: tuple[str, ...] = ()
 
     @property
+    def route_a(self) -> Route:
+        return self.routes["a"]
+
+    @property
+    def route_b(self) -> Route:
+        return self.routes["b"]
+
+    @property
     def exit_code(self) -> int:
         return ROUTES_DISAGREE_EXIT if self.routes_agree is False else 0
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = jsonable(
-            {
-                "table": self.table,
-                "at": self.at,
-                "entity": self.entity,
-                "where": self.where,
-                "reader": self.reader,
-                "routes": {"a": self.route_a.to_dict(), "b": self.route_b.to_dict()},
-                "routes_agree": self.routes_agree,
-                "first_difference": self.first_difference,
-                "rows": list(self.rows),
-                "notes": list(self.notes),
-            }
-        )
-        return data
-
-    def lines(self) -> list[str]:
-        subject = f" entity {self.entity}" if self.entity else ""
-        out = [f"{self.table}{subject} as known at {self.at.isoformat()} ({self.reader} reader)"]
-        for route in (self.route_a, self.route_b):
-            state = f"{len(route.rows)} rows" if route.available else "unavailable"
-            version = f" (version {route.version})" if route.version is not None else ""
-            out.append(f"  route {route.name}: {state}{version}{'; ' + route.note if route.note else ''}")
-        if self.routes_agree is False:
-            out.append("  !!! ROUTES DISAGREE: the bitemporal columns and the published version differ")
-            out.append(f"  !!! first differing key: {jsonable(self.first_difference)}")
-        elif self.routes_agree:
-            out.append("  routes agree")
-        out += [f"  note: {n}" for n in self.notes]
-        for row in self.rows:
-            prov = row.get("provenance", {})
-            described = ", ".join(
-                f"{k}={_short(row[k])}" for k in row if k not in ("provenance", "since", "evidence")
-            )
-            out.append(f"- {described}")
-            out.append(
-                f"    by run {prov.get('run_id')} ({prov.get('command')}), engines "
-                f"{', '.join(prov.get('engines') or []) or '-'}, published {_short(prov.get('published_at'))}"
-            )
-            inputs = prov.get("inputs") or {}
-            if inputs:
-                out.append("    inputs: " + ", ".join(f"{t}@{v}" for t, v in inputs.items()))
-            since = row.get("since")
-            if since:
-                out.append(
-                    f"    since then {since['status']} at {_short(since['superseded_at'])}"
-                    f" by {since['superseded_by'] or '-'}: {since['reason']}"
-                )
-        return out
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return "" if value is None else str(value)
 
 
 def check_table(reader: Reader, table: str, known: Sequence[str]) -> dict[str, str]:
@@ -193,7 +156,7 @@ def _with_provenance(row: dict[str, Any], known: Timeline, at: datetime) -> dict
     facts = known.runs.get(row.get("run_id") or "")
     result = {k: v for k, v in row.items() if k not in LIFECYCLE}
     result["status_at"] = "current"
-    result["provenance"] = facts.to_dict() if facts else {"run_id": row.get("run_id"), "command": None}
+    result["provenance"] = asdict(facts or RunFacts(run_id=str(row.get("run_id"))))
     superseded = row.get("superseded_at")
     if superseded is not None and utc(superseded) > at:
         result["since"] = {
@@ -257,11 +220,11 @@ def read_current(
 
 def route_a(
     reader: Reader, table: str, scope: Scope, known: Timeline, at: datetime, index: EntityIndex | None = None
-) -> Route:
+) -> RouteRead:
     """Bitemporal columns plus the ledger's run visibility."""
     rolled = known.rolled_back_at(at)
     if rolled is not None:
-        return Route(
+        return _read(
             "a",
             False,
             note=(
@@ -283,7 +246,7 @@ def route_a(
     notes = [via] if via else []
     if unaccounted:
         notes.append(f"{unaccounted} rows written by runs the ledger does not know were left out")
-    return Route("a", True, tuple(rows), reader.current_version(table), "; ".join(notes))
+    return _read("a", True, rows, reader.current_version(table), "; ".join(notes))
 
 
 def _published_rows(
@@ -309,15 +272,15 @@ def route_b(
     at: datetime,
     bitemporal: bool,
     index: EntityIndex | None = None,
-) -> Route:
+) -> RouteRead:
     """The published version at T, through the format's time travel."""
     epoch = known.serving_at(at)
     if epoch is None:
-        return Route("b", True, (), None, "no version of the table was published yet")
+        return _read("b", True, (), None, "no version of the table was published yet")
     try:
         rows, via = _published_rows(reader, table, scope, epoch.version, index)
     except VersionGoneError as exc:
-        return Route(
+        return _read(
             "b",
             False,
             version=epoch.version,
@@ -329,7 +292,7 @@ def route_b(
     if bitemporal:
         rows = [r for r in rows if r.get("status") in CURRENT]
     what = f"{epoch.kind} of run {epoch.run_id}"
-    return Route("b", True, tuple(rows), epoch.version, f"{what}; {via}" if via else what)
+    return _read("b", True, rows, epoch.version, f"{what}; {via}" if via else what)
 
 
 def asof(
@@ -361,23 +324,23 @@ def asof(
     if bitemporal:
         a = route_a(reader, table, scope, known, moment, index)
     else:
-        a = Route("a", False, note=f"{table} keeps no knowledge-time columns; only route (b) can answer")
+        a = _read("a", False, note=f"{table} keeps no knowledge-time columns; only route (b) can answer")
     keys = key_columns(list(columns))
     agree: bool | None = None
     difference = None
-    if a.available and b.available:
+    if a.route.available and b.route.available:
         difference = compare(a.rows, b.rows, keys)
         agree = difference is None
-    if not a.available and not b.available:
+    if not a.route.available and not b.route.available:
         notes.append("neither route can answer for this instant")
-    chosen = a if a.available else b
+    chosen = a if a.route.available else b
     log.info(
         "asof %s at %s (%s): route a %s, route b %s, agree %s",
         table,
         moment.isoformat(),
         reader.name,
-        f"{len(a.rows)} rows" if a.available else "unavailable",
-        f"{len(b.rows)} rows at version {b.version}" if b.available else "unavailable",
+        f"{len(a.rows)} rows" if a.route.available else "unavailable",
+        f"{len(b.rows)} rows at version {b.route.version}" if b.route.available else "unavailable",
         agree,
     )
     rows = tuple(
@@ -390,8 +353,7 @@ def asof(
         entity=entity,
         where=where,
         reader=reader.name,
-        route_a=a,
-        route_b=b,
+        routes={"a": a.route, "b": b.route},
         routes_agree=agree,
         first_difference=difference,
         rows=rows,
@@ -407,30 +369,6 @@ class EntityHistory:
     entity: str
     reader: str
     versions: tuple[dict[str, Any], ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = jsonable(
-            {
-                "table": self.table,
-                "entity": self.entity,
-                "reader": self.reader,
-                "versions": list(self.versions),
-            }
-        )
-        return data
-
-    def lines(self) -> list[str]:
-        out = [f"history of entity {self.entity} in {self.table} ({len(self.versions)} row versions)"]
-        for v in self.versions:
-            until = _short(v["known_until"]) or "now"
-            out.append(
-                f"- {_short(v['known_from'])} .. {until}: {v.get('correlation_type')} "
-                f"{v.get('entity_a')} ~ {v.get('entity_b')} confidence {v.get('confidence')} "
-                f"[{v.get('engine')}] {v['status']} (run {v.get('run_id')})"
-            )
-            if v.get("superseded_by") or v.get("supersede_reason"):
-                out.append(f"    -> {v.get('superseded_by') or '-'}: {v.get('supersede_reason')}")
-        return out
 
 
 def entity_history(
@@ -449,7 +387,7 @@ def entity_history(
     versions = []
     for row in rows:
         facts = known.runs.get(str(row.get("run_id")))
-        visible = facts.visible_from if facts else None
+        visible = facts.published_at if facts else None
         recorded = utc(row["recorded_at"])
         versions.append(
             {

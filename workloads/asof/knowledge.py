@@ -63,18 +63,9 @@ class RunFacts:
     """``name@version#fingerprint[:12]`` of every engine the run declared."""
     inputs: Mapping[str, int] = field(default_factory=dict)
     """Pinned input table -> version/snapshot read."""
-    visible_from: datetime | None = None
-    """When its rows in the table became visible to readers (None: never, in this table)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "command": self.command,
-            "purpose": self.purpose,
-            "engines": list(self.engines),
-            "inputs": dict(self.inputs),
-            "published_at": self.visible_from.isoformat() if self.visible_from else None,
-        }
+    published_at: datetime | None = None
+    """When its rows in the table became visible to readers: a build's finish or a
+    publication (None: never, in this table)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +95,7 @@ class Timeline:
 
     def visible_from(self, run_id: str) -> datetime | None:
         facts = self.runs.get(run_id)
-        return facts.visible_from if facts else None
+        return facts.published_at if facts else None
 
     def rolled_back_at(self, at: datetime) -> RolledBack | None:
         """The rolled-back publication readers were seeing at ``at``, if any."""
@@ -158,10 +149,10 @@ def timeline(records: Iterable[LedgerRecord], table: str) -> Timeline:
             purpose=start.purpose,
             engines=tuple(_engine_ref(e) for e in start.engines),
             inputs={name: read.version for name, read in sorted(start.inputs.items())},
-            visible_from=visible.get(run_id),
+            published_at=visible.get(run_id),
         )
         for run_id, start in started.items()
     }
     for run_id, moment in visible.items():
-        runs.setdefault(run_id, RunFacts(run_id=run_id, visible_from=moment))
+        runs.setdefault(run_id, RunFacts(run_id=run_id, published_at=moment))
     return Timeline(table=table, epochs=tuple(epochs), runs=runs, rollbacks=tuple(rollbacks))

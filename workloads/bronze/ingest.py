@@ -38,7 +38,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -102,9 +102,6 @@ class FileEntry:
     sha256: str
     rows: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "size": self.size, "sha256": self.sha256, "rows": self.rows}
-
 
 @dataclass(frozen=True)
 class Manifest:
@@ -117,7 +114,7 @@ class Manifest:
     @property
     def manifest_id(self) -> str:
         """sha256 of the canonical JSON of the file entries, sorted by path."""
-        return digest_of([f.to_dict() for f in sorted(self.files, key=lambda f: f.path)])
+        return digest_of(self._file_records())
 
     @property
     def rows(self) -> int:
@@ -133,7 +130,12 @@ class Manifest:
         return f"{self.delivery.isoformat()}T00:00:00Z"
 
     def files_json(self) -> str:
-        return canonical_json([f.to_dict() for f in sorted(self.files, key=lambda f: f.path)])
+        """The file entries as stored in ``ops.manifests`` (canonical JSON, sorted by path)."""
+        return canonical_json(self._file_records())
+
+    def _file_records(self) -> list[dict[str, Any]]:
+        """The file entries as plain dicts sorted by path: what the manifest id hashes."""
+        return [asdict(f) for f in sorted(self.files, key=lambda f: f.path)]
 
 
 @dataclass(frozen=True)
@@ -146,19 +148,10 @@ class ManifestStatus:
     rows: int
     status: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "manifest_id": self.manifest_id,
-            "delivery": self.delivery,
-            "files": list(self.files),
-            "rows": self.rows,
-            "status": self.status,
-        }
-
 
 @dataclass(frozen=True)
 class IngestReport:
-    """Result of :func:`ingest_feed`; ``to_dict`` is the JSON the CLI prints.
+    """Result of :func:`ingest_feed` (``--json`` prints its fields).
 
     ``inputs`` are the versions of the tables consulted before writing, ``outputs`` the
     versions after this call's writes (equal to the inputs when nothing was new).
@@ -178,23 +171,6 @@ class IngestReport:
     @property
     def already_ingested(self) -> tuple[ManifestStatus, ...]:
         return tuple(m for m in self.manifests if m.status == STATUS_ALREADY_INGESTED)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "feed": self.feed,
-            "run_id": self.run_id,
-            "manifests": [m.to_dict() for m in self.manifests],
-            "rows_written": self.rows_written,
-            "inputs": dict(self.inputs),
-            "outputs": dict(self.outputs),
-        }
-
-    def describe(self) -> str:
-        """One human line, as the CLI prints it."""
-        return (
-            f"{self.feed}: {len(self.ingested)} manifest(s) ingested ({self.rows_written} rows), "
-            f"{len(self.already_ingested)} already ingested"
-        )
 
 
 # --------------------------------------------------------------------------------------

@@ -14,9 +14,16 @@ What :func:`build_gold` does, in this order:
    Unaffected rows of those months are carried over unchanged; other months are not
    touched at all.
 4. ``gold.entity_daily``: rewrites only the months with a changed key.
-5. ``gold.correlations``: correlation engine v1 over the same Silver version, written by
-   :func:`workloads.gold.correlations.write_correlations` (idempotent: a rerun under the
-   same engine writes nothing).
+5. ``gold.correlations``: the correlation engine in force (``producer``, chosen by
+   :func:`workloads.pipeline.run_gold` for the build's date) over the same Silver version,
+   written by :func:`workloads.gold.correlations.write_correlations`: a changed row is
+   superseded by its rebuilt successor and a row no longer produced is retracted, never
+   updated in place; a rerun writes nothing. Rows are labelled with the deciding versions
+   (the producer, and the entity resolver of the Silver rows when it is not v1's).
+
+``gold.entity_daily`` and ``gold.baselines`` are derived per (entity, day) and restated in
+place (whole months replaced); each rebuild is a recorded run (``run_gold``), and the
+table formats' history keeps what they held before.
 
 Baselines are written before entity_daily on purpose: the stored entity_daily is what
 the next run diffs against, so it acts as the commit marker. If a run dies between the
@@ -31,15 +38,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from lakehouse.digest import canonical_json
 from lakehouse.errors import TableMissingError
-from workloads.engines import correlation as correlation_v1
 from workloads.gold import baselines as w1
-from workloads.gold.correlations import CorrelationWrite, write_correlations
+from workloads.gold.correlations import (
+    V1_PRODUCER,
+    CorrelationWrite,
+    Producer,
+    row_engine_label,
+    write_correlations,
+)
 from workloads.gold.features import DAILY_COLUMNS, DAILY_KEY, daily_diff, daily_features, only_attributed
 from workloads.gold.tables import ENGINE_KEY, INPUTS_KEY, materialize, read_pinned, replace_months
 from workloads.vocabulary import TableName
@@ -92,10 +104,6 @@ class GoldReport:
     correlations: CorrelationWrite | None = None
     entity_index: IndexRefresh | None = None
     """The rebuild of the correlation store's entity index that followed (run_gold)."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain values, for ``--json`` output and the ledger."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -173,6 +181,7 @@ def build_gold(
     recorded_at: datetime,
     full: bool = False,
     gate: Gate | None = None,
+    producer: Producer = V1_PRODUCER,
 ) -> GoldReport:
     """Build Gold from the current version of ``silver.events``; see the module docstring.
 
@@ -265,11 +274,15 @@ def build_gold(
         ),
     }
 
+    resolvers = [str(r["resolver"]) for r in silver.select("resolver").distinct().collect() if r["resolver"]]
+    label = row_engine_label(producer.ref, resolvers)
+    produced = producer.correlate(silver, run_id=run_id, recorded_at=moment, **dict(producer.parameters))
     written = write_correlations(
         tables[TableName.CORRELATIONS],
-        correlation_v1.correlate_v1(silver, run_id=run_id, recorded_at=moment),
-        engine=correlation_v1.ENGINE,
+        produced.withColumn("engine", F.lit(label)),
+        engine=label,
         run_id=run_id,
+        recorded_at=moment,
         metadata=meta,
         gate=gate,
     )

@@ -33,7 +33,7 @@ import logging
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import IndexMismatchError
 from ledger import LedgerRecord
@@ -139,26 +139,6 @@ class IndexRefresh:
     rows: int = 0
     run_id: str | None = None
     buckets: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "source_version": self.source_version,
-            "index_version": self.index_version,
-            "rows": self.rows,
-            "run_id": self.run_id,
-            "buckets": self.buckets,
-        }
-
-    def line(self) -> str:
-        if self.status == "rebuilt":
-            return (
-                f"entity index {INDEX}@{self.index_version} rebuilt from {SOURCE}@{self.source_version} "
-                f"({self.rows} rows in {self.buckets} buckets, run {self.run_id})"
-            )
-        if self.status == "current":
-            return f"entity index {INDEX}@{self.index_version} already mirrors {SOURCE}@{self.source_version}"
-        return f"entity index: {SOURCE} has no version yet"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """W2 retrospective re-correlation: the replay flow of DESIGN.md section 6.
 
-Plain library functions for the CLI (each returns a frozen dataclass with ``to_dict()``;
-outcomes of ``run_replay``, ``plan_scope`` and ``publish`` also have ``lines()``):
+Plain library functions for the CLI (each returns a frozen dataclass whose fields are what
+``--json`` prints; :mod:`jobs.render` draws them for people):
 
 * :func:`plan_scope` — ``lakehouse replay --plan P --dry-run``: exact scope and cost, no writes;
 * :func:`run_replay` — ``lakehouse replay --plan P [--purpose comparison]``: candidate, diff,

@@ -9,9 +9,9 @@ while a *required* consumer has not (:mod:`workloads.replay.publish`).
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lakehouse.errors import ReplayRefusedError
 from ledger.api import open_ledger
@@ -37,11 +37,6 @@ class ApprovalResult:
     decision: str
     scope: str
     approved_at: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["approved_at"] = self.approved_at.isoformat()
-        return data
 
 
 def approve(

@@ -6,7 +6,7 @@ Pure DataFrame functions; the replay stores the result as its diff manifest.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,24 +23,14 @@ class DiffSummary:
     removed: int
     changed: int
     unchanged: int
+    serving_total: int = field(init=False)
+    """Keys in serving: removed + changed + unchanged (derived)."""
+    candidate_total: int = field(init=False)
+    """Keys in the candidate: added + changed + unchanged (derived)."""
 
-    @property
-    def serving_total(self) -> int:
-        return self.removed + self.changed + self.unchanged
-
-    @property
-    def candidate_total(self) -> int:
-        return self.added + self.changed + self.unchanged
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            ADDED: self.added,
-            REMOVED: self.removed,
-            CHANGED: self.changed,
-            UNCHANGED: self.unchanged,
-            "serving_total": self.serving_total,
-            "candidate_total": self.candidate_total,
-        }
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "serving_total", self.removed + self.changed + self.unchanged)
+        object.__setattr__(self, "candidate_total", self.added + self.changed + self.unchanged)
 
 
 def diff_by_key(

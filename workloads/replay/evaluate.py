@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse import quality
@@ -20,6 +20,7 @@ from lakehouse.digest import canonical_hash, digest_of
 from lakehouse.tables import Candidate, Table
 from ledger.entries import DiffManifest, ReconciliationDecision, RunFinished
 from ledger.writer import LedgerWriter
+from workloads.evaluation import QualityReport, TruthSearch
 from workloads.gold.quality import MEDALLION_SUITES
 from workloads.replay import candidate as cand
 from workloads.replay import reconcile as rec
@@ -29,6 +30,7 @@ from workloads.replay.diff import CHANGED, REMOVED, UNCHANGED, diff_by_key, summ
 from workloads.replay.faults import FailPoint, maybe_fail
 from workloads.replay.identity import BRONZE_PREFIX
 from workloads.replay.plan import Purpose
+from workloads.replay.quality import measure, quality_entry
 from workloads.replay.review import review_dir, review_lists, write_review
 from workloads.replay.scope import ReplayScope
 from workloads.replay.setup import Setup
@@ -73,7 +75,7 @@ def diff_candidate(
     summary = summarize(per_key)
     outside = base.where(cand.is_current() & ~F.col(cand.PARTITION).isin(*months)) if months else base
     unchanged_outside = int(outside.where(cand.is_current()).count())
-    counts = summary.to_dict()
+    counts = asdict(summary)  # the diff manifest's counts: added, removed, changed, unchanged, totals
     counts[UNCHANGED] += unchanged_outside
     counts["serving_total"] += unchanged_outside
     counts["candidate_total"] += unchanged_outside
@@ -143,6 +145,8 @@ class Evaluation:
     high_impact: tuple[Mapping[str, Any], ...]
     review_location: str
     candidate_hash: str
+    quality: QualityReport | None = None
+    """Old and new version against labelled truth (or why not measured)."""
 
 
 def evaluate(
@@ -154,8 +158,13 @@ def evaluate(
     scope: ReplayScope,
     candidate: Candidate,
     chosen: FailPoint | None,
+    truth: TruthSearch | None = None,
 ) -> Evaluation:
-    """Diff, review, manifest, reconciliation and decision of a built candidate (module docstring)."""
+    """Diff, review, manifest, reconciliation and decision of a built candidate (module docstring).
+
+    ``truth`` (located before the build) is what both versions' quality is measured
+    against; the report is recorded with the decision (:mod:`workloads.replay.quality`).
+    """
     plan, run_id = setup.plan, setup.run_id
     months = list(scope.changed_partitions)
     diff, whole, base = diff_candidate(table, candidate, run_id, months)
@@ -249,7 +258,9 @@ def evaluate(
     }
     decision = ReconciliationDecision(run_id=run_id, table=table.name, **fields)
     finished = RunFinished(run_id=run_id, status="ok", counts={k: int(v) for k, v in counts.items()})
-    writer.append(decision, finished)
+    searched = truth or TruthSearch(None, "no ground truth: none was looked for")
+    report = measure(searched, setup, analysis.events, base, whole)
+    writer.append(quality_entry(setup, table.name, report), decision, finished)
     log.info(
         "run %s verdict %s (failed check: %s; owner %s)",
         run_id,
@@ -267,4 +278,5 @@ def evaluate(
         high_impact=tuple(high),
         review_location=location,
         candidate_hash=candidate_hash,
+        quality=report,
     )

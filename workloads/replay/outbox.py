@@ -55,11 +55,6 @@ class OutboxMessage:
     payload: str
     created_at: datetime
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["created_at"] = self.created_at.isoformat()
-        return data
-
 
 def message(
     *,
@@ -136,11 +131,6 @@ class Acknowledgement:
     acknowledged_at: datetime
     recorded: bool
     """False when the consumer had already acknowledged this run (the first ack stays)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["acknowledged_at"] = self.acknowledged_at.isoformat()
-        return data
 
 
 def acknowledged(table: Table, run_id: str) -> dict[str, Acknowledgement]:

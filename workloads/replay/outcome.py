@@ -6,17 +6,18 @@ Built by the run itself, or read back from its ledger entries and review file al
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.entries import ReconciliationDecision
+from workloads.evaluation import QualityReport
 from workloads.replay import scope as sc
 from workloads.replay.outbox import idempotency_key
 from workloads.replay.plan import CorrectionPlan
+from workloads.replay.quality import recorded_quality
 from workloads.replay.review import read_review
-from workloads.replay.state import AWAITING_APPROVAL, RunState
+from workloads.replay.state import RunState
 
 
 @dataclass(frozen=True)
@@ -43,39 +44,9 @@ class ReplayOutcome:
     candidate_hash: str | None = None
     resumed: bool = False
     scope: sc.ReplayScope | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["scope"] = self.scope.to_dict() if self.scope is not None else None
-        return json.loads(json.dumps(data, default=str))  # type: ignore[no-any-return]
-
-    def lines(self) -> list[str]:
-        """Human output for ``lakehouse replay``."""
-        d = self.decision
-        out = [
-            f"replay {self.run_id} of plan {self.plan} ({self.purpose}): {self.status}",
-            f"candidate {self.candidate or '-'} of {self.table} (base {self.base_version}); "
-            f"partitions rewritten: {', '.join(self.partitions) or 'none'}",
-            "diff: " + ", ".join(f"{k} {v}" for k, v in self.diff.items()),
-            f"verdict: {d.get('verdict')} (owner {d.get('owner')}); failed check: "
-            f"{d.get('failed_invariant') or 'none'}; "
-            f"first bad partition: {d.get('first_bad_partition') or '-'}",
-            f"totals: serving {d.get('old_total')}, candidate {d.get('candidate_total')}, expected delta "
-            f"{d.get('expected_delta')}, residual {d.get('residual_delta')}",
-            f"high-impact changes: {len(self.high_impact)}; sample of changes: {len(self.sample)}",
-        ]
-        for change in self.high_impact:
-            out.append(
-                f"  ! {change.get('kind')} {change.get('old_id') or '-'} -> {change.get('new_id') or '-'} "
-                f"({change.get('old_confidence')} -> {change.get('new_confidence')})"
-            )
-        if self.review_location:
-            out.append(f"review: {self.review_location}")
-        if self.status == AWAITING_APPROVAL:
-            out.append(
-                f"next: lakehouse approve {self.run_id} --by NAME, then lakehouse publish {self.run_id}"
-            )
-        return out
+    quality: QualityReport | None = None
+    """The old and the new version's quality against labelled truth, side by side (or why
+    it was not measured); None for runs recorded before replays measured quality."""
 
 
 def planned_notifications(plan: CorrectionPlan, run_id: str) -> tuple[dict[str, Any], ...]:
@@ -112,6 +83,7 @@ def outcome_from_state(state: RunState, *, resumed: bool = True) -> ReplayOutcom
         review_location=manifest.location if manifest else None,
         candidate_hash=review.get("candidate_hash"),
         resumed=resumed,
+        quality=recorded_quality(state.entries),
     )
 
 

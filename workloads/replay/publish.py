@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -86,29 +86,12 @@ class PublishResult:
     effective_at: datetime
     restaged: bool
     supersessions: tuple[Mapping[str, Any], ...]
-    notifications: tuple[Mapping[str, Any], ...]
+    notifications: tuple[outbox.OutboxMessage, ...]
     """Every notification of this run in the outbox (one per consumer)."""
     notifications_written: int
     """How many of them this call wrote (0 on a rerun)."""
     entity_index: IndexRefresh | None = None
     """The rebuild of the table's entity index that followed, if it has one."""
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["effective_at"] = self.effective_at.isoformat()
-        return data
-
-    def lines(self) -> list[str]:
-        out = [
-            f"{self.status}: {self.table} version {self.version} (was {self.previous}), "
-            f"effective {self.effective_at.isoformat()}, run {self.run_id}"
-            + ("; re-applied onto serving as it is now (it moved after staging)" if self.restaged else ""),
-        ]
-        out += [f"  {s['count']} {s['status']}: {s['reason']}" for s in self.supersessions]
-        out += [f"  notified {n['consumer']} (key {n['idempotency_key']})" for n in self.notifications]
-        if self.entity_index is not None:
-            out.append(f"  {self.entity_index.line()}")
-        return out
 
 
 def check_publishable(state: RunState) -> None:
@@ -206,7 +189,7 @@ def publish(
         effective_at=live.effective_at,
         restaged=restaged,
         supersessions=supersessions,
-        notifications=tuple(m.to_dict() for m in messages),
+        notifications=tuple(messages),
         notifications_written=written,
         entity_index=refresh_index(registry, state.table, ledger, clock),
     )

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
@@ -105,9 +105,6 @@ class Reconciliation:
 
     def check(self, name: str) -> Check:
         return next(c for c in self.checks if c.name == name)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     def ledger_fields(self) -> dict[str, Any]:
         """Keyword arguments of :class:`ledger.entries.ReconciliationDecision` (minus run/table)."""

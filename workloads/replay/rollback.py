@@ -8,9 +8,9 @@ within the plan's ``rollback_window_days``, and records a ``rollback`` entry; a 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lakehouse.errors import ReplayRefusedError
 from ledger.api import open_ledger
@@ -37,9 +37,6 @@ class RollbackResult:
     new_version: int
     reason: str
     entity_index: IndexRefresh | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def rollback(registry: TableRegistry, run_id: str, *, clock: Clock, reason: str = "") -> RollbackResult:

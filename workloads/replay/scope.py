@@ -27,9 +27,9 @@ history gives.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -296,10 +296,11 @@ class Estimate:
     files_to_read: int
     rows_to_write: int
     max_bytes_read: int
+    within_budget: bool = field(init=False)
+    """The bytes to read do not exceed the plan's ``max_bytes_read`` (derived)."""
 
-    @property
-    def within_budget(self) -> bool:
-        return self.bytes_to_read <= self.max_bytes_read
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "within_budget", self.bytes_to_read <= self.max_bytes_read)
 
 
 @dataclass(frozen=True)
@@ -338,31 +339,3 @@ class ReplayScope:
     estimate: Estimate
     inputs: Mapping[str, int] = field(default_factory=dict)
     """Input accounting of the events in scope: events, scored, rejected, held."""
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["pins"] = dict(self.pins)
-        data["inputs"] = dict(self.inputs)
-        data["estimate"]["within_budget"] = self.estimate.within_budget
-        return data
-
-    def lines(self) -> list[str]:
-        """Human output for ``lakehouse replay --dry-run``."""
-        est = self.estimate
-        shown = ", ".join(self.affected_entities[:10])
-        more = f" (+{self.affected_entity_count - 10} more)" if self.affected_entity_count > 10 else ""
-        return [
-            f"replay {self.run_id} of plan {self.plan} ({self.purpose}) on {self.table}",
-            f"engine change: {self.engine_change}; new rows labelled {self.engine_label}",
-            f"pinned inputs: {', '.join(f'{k}@{v}' for k, v in sorted(self.pins.items()))}",
-            f"affected entities: {self.affected_entity_count}: {shown}{more}",
-            f"recomputed entities: {self.recomputed_entity_count}",
-            f"partitions in scope: {', '.join(self.partitions) or 'none'}; "
-            f"rewritten: {', '.join(self.changed_partitions) or 'none'}",
-            f"rows: {self.serving_rows_in_scope} serving in scope, {self.new_rows} recomputed; "
-            f"supersede {self.to_supersede}, retract {self.to_retract}, insert {self.to_insert}, "
-            f"unchanged {self.unchanged}",
-            f"produced by runs: {', '.join(r.run_id for r in self.producing_runs) or 'none'}",
-            f"estimate: read {est.bytes_to_read} bytes / {est.rows_to_read} rows in {est.files_to_read} "
-            f"files (cap {est.max_bytes_read}), write {est.rows_to_write} rows",
-        ]

@@ -8,8 +8,8 @@ and be rerun after a crash.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lakehouse.errors import ReplayError
 from ledger.reader import LedgerReader
@@ -40,9 +40,6 @@ class RunStatus:
     effective_at: str | None
     notified: tuple[str, ...]
     rollbacks: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def run_status(registry: TableRegistry, run_id: str) -> RunStatus:

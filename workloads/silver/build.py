@@ -41,7 +41,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import ConfigError, UsageError
 from lakehouse.tables.base import partition_predicate, sql_literal
@@ -114,53 +114,47 @@ def pin_bronze(registry: TableRegistry) -> dict[str, int | None]:
 
 
 @dataclass(frozen=True)
+class MonthRange:
+    """The event months a build covered: from ``since_month`` up to, not including,
+    ``until_month_exclusive`` (None: open on that side)."""
+
+    since_month: str | None
+    until_month_exclusive: str | None
+
+
+@dataclass(frozen=True)
+class RestatedPeriod:
+    """A closed period of a domain that late events reopened (``period``: its month)."""
+
+    domain: str
+    period: str
+
+
+@dataclass(frozen=True)
+class SilverPartition:
+    """One Silver partition: a domain's event month."""
+
+    domain: str
+    event_month: str
+
+
+@dataclass(frozen=True)
 class SilverReport:
-    """What :func:`build_silver` read, decided and wrote; ``to_dict`` is the CLI's JSON."""
+    """What :func:`build_silver` read, decided and wrote (``--json`` prints its fields)."""
 
     run_id: str
     resolver: str
     inputs: Mapping[str, int | None]
     outputs: Mapping[str, int | None]
-    since_month: str | None
-    until_month: str | None
+    range: MonthRange
     fates: Mapping[str, Mapping[str, int]]
     quarantine_reasons: Mapping[str, Mapping[str, int]]
     lateness: Mapping[str, Mapping[str, int]]
-    restated_periods: tuple[tuple[str, str], ...]
-    partitions_written: tuple[tuple[str, str], ...]
-    partitions_removed: tuple[tuple[str, str], ...]
+    restated_periods: tuple[RestatedPeriod, ...]
+    partitions_written: tuple[SilverPartition, ...]
+    partitions_removed: tuple[SilverPartition, ...]
     exceptions_added: int
     conservation: tuple[ManifestBalance, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "resolver": self.resolver,
-            "inputs": dict(self.inputs),
-            "outputs": dict(self.outputs),
-            "range": {"since_month": self.since_month, "until_month_exclusive": self.until_month},
-            "fates": {k: dict(v) for k, v in self.fates.items()},
-            "quarantine_reasons": {k: dict(v) for k, v in self.quarantine_reasons.items()},
-            "lateness": {k: dict(v) for k, v in self.lateness.items()},
-            "restated_periods": [{"domain": d, "period": p} for d, p in self.restated_periods],
-            "partitions_written": [{"domain": d, "event_month": m} for d, m in self.partitions_written],
-            "partitions_removed": [{"domain": d, "event_month": m} for d, m in self.partitions_removed],
-            "exceptions_added": self.exceptions_added,
-            "conservation": [b.to_dict() for b in self.conservation],
-        }
-
-    def describe(self) -> str:
-        """A few human lines, as the CLI prints them."""
-        totals = {fate: sum(f.get(fate, 0) for f in self.fates.values()) for fate in Fate}
-        lines = [
-            f"silver build {self.run_id} ({self.resolver}): "
-            + ", ".join(f"{fate}={n}" for fate, n in totals.items()),
-            f"partitions written: {len(self.partitions_written)}, removed: {len(self.partitions_removed)}; "
-            f"exceptions added: {self.exceptions_added}",
-        ]
-        if self.restated_periods:
-            lines.append("restated: " + ", ".join(f"{d}/{p}" for d, p in self.restated_periods))
-        return "\n".join(lines)
 
 
 def build_silver(
@@ -260,14 +254,13 @@ def build_silver(
         resolver=entity_resolution.engine_label(resolver_version),
         inputs=pins,
         outputs=outputs,
-        since_month=scope[0],
-        until_month=scope[1],
+        range=MonthRange(*scope),
         fates=tallies.fates,
         quarantine_reasons=tallies.reasons,
         lateness=tallies.lateness,
-        restated_periods=tuple(sorted(tallies.restated)),
-        partitions_written=tuple(written),
-        partitions_removed=tuple(removed),
+        restated_periods=tuple(RestatedPeriod(*p) for p in sorted(tallies.restated)),
+        partitions_written=tuple(SilverPartition(*p) for p in written),
+        partitions_removed=tuple(SilverPartition(*p) for p in removed),
         exceptions_added=added,
         conservation=tuple(balances),
     )
@@ -448,8 +441,7 @@ def _empty_report(
         resolver=entity_resolution.engine_label(resolver_version),
         inputs=pins,
         outputs=outputs,
-        since_month=scope[0],
-        until_month=scope[1],
+        range=MonthRange(*scope),
         fates={},
         quarantine_reasons={},
         lateness={},

@@ -8,8 +8,8 @@ written. Pure: counts in, balances out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Final
 
 from lakehouse.errors import ConservationError, UsageError
 from workloads.vocabulary import Fate
@@ -29,29 +29,16 @@ class ManifestBalance:
     corrected: int = 0
     quarantined: int = 0
     held: int = 0
+    balanced: bool = field(init=False)
+    """Every Bronze row found exactly once (derived from the counts)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "balanced", self.bronze == self.accounted)
 
     @property
     def accounted(self) -> int:
         """Rows found in some fate."""
         return self.silver + self.duplicate + self.corrected + self.quarantined + self.held
-
-    @property
-    def balanced(self) -> bool:
-        """Every Bronze row found exactly once."""
-        return self.bronze == self.accounted
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "manifest_id": self.manifest_id,
-            "feed": self.feed,
-            "bronze": self.bronze,
-            "silver": self.silver,
-            "duplicate": self.duplicate,
-            "corrected": self.corrected,
-            "quarantined": self.quarantined,
-            "held": self.held,
-            "balanced": self.balanced,
-        }
 
 
 _BALANCE_FIELD: Final[Mapping[str, str]] = {

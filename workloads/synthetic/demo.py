@@ -2,7 +2,8 @@
 
 Each chapter is a library call the user could run alone (``lakehouse generate``,
 ``ingest``, ``build silver``, ``build gold``, ``replay``, ``approve``, ``ack``,
-``publish``, ``rollback``); the demo only strings them together and collects what to show.
+``publish``, ``rollback``); the demo only strings them together and returns their results
+(``lakehouse demo`` draws them with :mod:`jobs.render`).
 Running it twice is safe: the history is deterministic and kept, re-ingest is a no-op,
 the builds rewrite the same content, and a restatement that was already published is
 shown, not repeated.
@@ -10,13 +11,20 @@ shown, not repeated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lakehouse.tables import TableRegistry
 from ledger import Clock, Ledger
+
+if TYPE_CHECKING:
+    from workloads.bronze.ingest import IngestReport
+    from workloads.gold.build import GoldReport
+    from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
+    from workloads.replay.scope import ReplayScope
+    from workloads.silver.build import SilverReport
 
 Progress = Callable[[str], None]
 Gate = Callable[[str, Any], None]
@@ -34,14 +42,76 @@ class DemoSettings:
 
 
 @dataclass(frozen=True)
+class TableSummary:
+    """One configured table at the end of the demo."""
+
+    name: str
+    zone: str
+    format: str
+    location: str
+    current_version: int | None
+    """None: the table does not exist."""
+    rows: int | None
+
+
+@dataclass(frozen=True)
+class Medallion:
+    """generate -> ingest -> Silver -> Gold: each step's report and what the zones now hold."""
+
+    ingest: Mapping[str, IngestReport]
+    """Feed -> its ingest report."""
+    silver: SilverReport
+    gold: GoldReport
+    quarantine_reasons: Mapping[str, int]
+    """``feed:reason`` -> quarantined rows."""
+    exceptions_awaiting_approval: tuple[Mapping[str, Any], ...]
+    """The first rows of ``ops.exceptions``."""
+    top_correlations: tuple[Mapping[str, Any], ...]
+    """The most confident rows of ``gold.correlations``."""
+
+
+@dataclass(frozen=True)
+class StoppedRestatement:
+    """A restatement whose replay did not reach ``awaiting_approval`` (nothing to publish)."""
+
+    plan: str
+    run_id: str
+    dry_run: ReplayScope
+    replay: ReplayOutcome
+    stopped: str
+    """Why it stopped."""
+
+
+@dataclass(frozen=True)
+class Restatement:
+    """The ER v2 restatement: dry run, replay, approval, publication, rollback, re-publication."""
+
+    plan: str
+    run_id: str
+    dry_run: ReplayScope
+    replay: ReplayOutcome
+    approval: ApprovalResult
+    publication: PublishResult
+    example: Mapping[str, Any] | None
+    """A correlation the replay retired (``superseded``) and its ``successor``, if any."""
+    rollback: RollbackResult
+    republication: PublishResult
+
+
+@dataclass(frozen=True)
+class Chapters:
+    """The demo's chapters; ``restatement`` is None with ``--no-restate``."""
+
+    medallion: Medallion
+    restatement: Restatement | StoppedRestatement | None = None
+
+
+@dataclass(frozen=True)
 class DemoReport:
-    """What the demo did, chapter by chapter, as plain data."""
+    """What the demo did, chapter by chapter, and every table at the end."""
 
-    tables: list[dict[str, Any]]
-    chapters: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"tables": self.tables, "chapters": self.chapters}
+    tables: tuple[TableSummary, ...]
+    chapters: Chapters
 
 
 def create_zones(registry: TableRegistry, progress: Progress) -> None:
@@ -52,22 +122,22 @@ def create_zones(registry: TableRegistry, progress: Progress) -> None:
             table.create(if_not_exists=True)
 
 
-def describe_tables(registry: TableRegistry) -> list[dict[str, Any]]:
+def describe_tables(registry: TableRegistry) -> tuple[TableSummary, ...]:
     """Every table with its zone, format, location, version and row count."""
     described = []
     for table in registry:
         exists = table.exists()
         described.append(
-            {
-                "name": table.name,
-                "zone": table.spec.zone.value,
-                "format": table.format.value,
-                "location": table.location,
-                "current_version": table.current_version() if exists else None,
-                "rows": table.read().count() if exists else None,
-            }
+            TableSummary(
+                name=table.name,
+                zone=table.spec.zone.value,
+                format=table.format.value,
+                location=table.location,
+                current_version=table.current_version() if exists else None,
+                rows=table.read().count() if exists else None,
+            )
         )
-    return described
+    return tuple(described)
 
 
 def medallion(
@@ -78,7 +148,7 @@ def medallion(
     settings: DemoSettings,
     progress: Progress,
     gate: Gate | None,
-) -> dict[str, Any]:
+) -> Medallion:
     """generate -> ingest every feed -> Silver -> Gold; returns what to show."""
     from pyspark.sql import functions as F
 
@@ -93,11 +163,10 @@ def medallion(
             GeneratorSettings(entities=settings.entities, months=settings.months, seed=settings.seed),
             policy=policy,
         )
-    ingested = {}
+    ingested: dict[str, IngestReport] = {}
     for feed in FEEDS:
         progress(f"ingesting {feed}")
-        report = run_ingest(registry, ledger, clock, feed=feed, source=history)
-        ingested[feed] = {"new_manifests": len(report.ingested), "rows": report.rows_written}
+        ingested[feed] = run_ingest(registry, ledger, clock, feed=feed, source=history)
     progress("building Silver (canonicalise, quarantine, dedupe, lateness, entity resolution v1)")
     silver = run_silver(registry, ledger, clock, policy=policy, gate=gate)
     progress("building Gold (daily features, W1 baselines, correlations v1)")
@@ -120,14 +189,14 @@ def medallion(
         .limit(5)
         .collect()
     ]
-    return {
-        "ingest": ingested,
-        "silver": {"run_id": silver.run_id, "restated_periods": len(silver.restated_periods)},
-        "gold": {"run_id": gold.run_id, "events": gold.events},
-        "quarantine_reasons": reasons,
-        "exceptions_awaiting_approval": exceptions,
-        "top_correlations": correlations,
-    }
+    return Medallion(
+        ingest=ingested,
+        silver=silver,
+        gold=gold,
+        quarantine_reasons=reasons,
+        exceptions_awaiting_approval=tuple(exceptions),
+        top_correlations=tuple(correlations),
+    )
 
 
 DEMO_PLAN = Path("conf/plans/er-v2-recorrelation.yaml")
@@ -170,7 +239,7 @@ def restatement(
     *,
     plan_path: Path = DEMO_PLAN,
     engines_path: Path = DEMO_ENGINES,
-) -> dict[str, Any]:
+) -> Restatement | StoppedRestatement:
     """Declare ER v2 -> dry run -> replay -> approve -> ack -> publish -> rollback -> re-publish.
 
     If the plan's engine change was already published (a second demo run), the chapter
@@ -190,30 +259,41 @@ def restatement(
 
     progress(f"dry run of plan {plan.plan}: exact scope, nothing written")
     scope = plan_scope(registry, plan, engines=engines)
-    chapter: dict[str, Any] = {"plan": plan.plan, "dry_run": scope.lines()}
     progress(f"replaying {scope.affected_entity_count} affected entities into a candidate")
     outcome = run_replay(registry, plan, engines=engines, clock=clock)
-    chapter["replay"] = outcome.lines()
-    chapter["run_id"] = outcome.run_id
+    run_id = outcome.run_id
     if outcome.status != AWAITING_APPROVAL:
-        chapter["stopped"] = f"replay {outcome.run_id} is {outcome.status}: nothing to approve or publish"
-        return chapter
+        return StoppedRestatement(
+            plan=plan.plan,
+            run_id=run_id,
+            dry_run=scope,
+            replay=outcome,
+            stopped=f"replay {run_id} is {outcome.status}: nothing to approve or publish",
+        )
 
     approver = plan.publication.approvers[0]
     progress(f"approving as {approver}")
-    chapter["approval"] = approve(registry, outcome.run_id, by=approver, clock=clock).to_dict()
+    approval = approve(registry, run_id, by=approver, clock=clock)
     for consumer in plan.publication.consumers:
         if consumer.required:
             progress(f"acknowledging for required consumer {consumer.name}")
-            ack(registry, consumer.name, outcome.run_id, by=f"{consumer.name}-oncall", clock=clock)
+            ack(registry, consumer.name, run_id, by=f"{consumer.name}-oncall", clock=clock)
     progress("publishing atomically (supersession, stamping, notifications)")
-    chapter["publication"] = publish(registry, outcome.run_id, clock=clock).lines()
-    chapter["example"] = _superseded_example(registry, outcome.run_id)
+    publication = publish(registry, run_id, clock=clock)
+    example = _superseded_example(registry, run_id)
     progress("rolling back the publication, then publishing it again")
-    back = rollback(registry, outcome.run_id, clock=clock, reason="demo: show that rollback works")
-    chapter["rollback"] = back.to_dict()
-    chapter["republication"] = publish(registry, outcome.run_id, clock=clock).lines()
-    return chapter
+    back = rollback(registry, run_id, clock=clock, reason="demo: show that rollback works")
+    return Restatement(
+        plan=plan.plan,
+        run_id=run_id,
+        dry_run=scope,
+        replay=outcome,
+        approval=approval,
+        publication=publication,
+        example=example,
+        rollback=back,
+        republication=publish(registry, run_id, clock=clock),
+    )
 
 
 def run_demo(
@@ -228,9 +308,6 @@ def run_demo(
 ) -> DemoReport:
     """The whole story, in order."""
     create_zones(registry, progress)
-    chapters = {
-        "medallion": medallion(registry, ledger, clock, workdir / "history", settings, progress, gate)
-    }
-    if settings.restate:
-        chapters["restatement"] = restatement(registry, ledger, clock, progress)
-    return DemoReport(tables=describe_tables(registry), chapters=chapters)
+    story = medallion(registry, ledger, clock, workdir / "history", settings, progress, gate)
+    restated = restatement(registry, ledger, clock, progress) if settings.restate else None
+    return DemoReport(tables=describe_tables(registry), chapters=Chapters(story, restated))

@@ -122,26 +122,6 @@ class GenerationSummary:
     first_delivery: date
     last_delivery: date
 
-    def describe(self) -> str:
-        """Human-readable multi-line rendering, as printed by the command line."""
-        lines = [
-            f"out dir        : {self.out_dir}",
-            f"ground truth   : {self.ground_truth}",
-            f"persons / rings: {self.persons} / {self.rings}",
-            f"deliveries     : {self.first_delivery} .. {self.last_delivery}",
-            f"files written  : {self.files_written}",
-            f"total events   : {self.total_events}",
-        ]
-        for feed in FEEDS:
-            fates = ", ".join(f"{k}={v}" for k, v in sorted(self.fates_per_feed[feed].items()))
-            lines.append(
-                f"  {feed:<12} lines={self.lines_per_feed[feed]:<9} "
-                f"files={self.files_per_feed[feed]:<5} {fates}"
-            )
-        lines.append("faults:")
-        lines.extend(f"  {kind:<24} {n}" for kind, n in self.faults_per_kind.items())
-        return "\n".join(lines)
-
 
 def generate(
     out_dir: Path,

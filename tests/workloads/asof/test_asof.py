@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F
 
+from jobs.output import plain
+from jobs.render import render_asof
 from lakehouse.errors import UnknownTableError, UsageError
 from lakehouse.expressions import parse_instant
 from ledger.clock import FixedClock
@@ -98,7 +100,7 @@ def test_answers_hold_across_a_replay_and_both_routes_and_readers_agree(
     assert PROMO not in {r["entity_a"] for r in after.rows} | {r["entity_b"] for r in after.rows}
     new = next(r for r in after.rows if r["engine"] == LABEL)
     assert new["provenance"]["run_id"] == out.run_id
-    assert new["provenance"]["published_at"] == published.effective_at.isoformat()
+    assert new["provenance"]["published_at"] == published.effective_at
 
     back, republished = lifecycle.rolled_back, lifecycle.republished
     assert back.entity_index is not None
@@ -130,7 +132,7 @@ def test_answers_hold_across_a_replay_and_both_routes_and_readers_agree(
     assert all(v["known_until"] == republished.effective_at for v in story.versions)
     assert all(out.run_id in v["supersede_reason"] for v in story.versions)
     by_python = entity_history(python, GOLD, PROMO, known_tables=known(lakehouse))
-    assert by_python.to_dict()["versions"] == story.to_dict()["versions"]
+    assert plain(by_python)["versions"] == plain(story)["versions"]
 
     # the auditor notebook answers its questions on this history, without a JVM
     table_format = lakehouse.config.force_format
@@ -164,7 +166,7 @@ def test_a_corrupted_bitemporal_column_makes_the_routes_disagree(lakehouse: Any,
     assert answer.first_difference is not None
     assert answer.first_difference["key"] == {"correlation_id": key, "run_id": history.gold_run}
     assert answer.first_difference["route_a"] is None, "route (a) no longer sees the tampered row at T"
-    assert any("ROUTES DISAGREE" in line for line in answer.lines())
+    assert any("ROUTES DISAGREE" in line for line in render_asof(answer))
 
 
 def test_route_a_answers_after_the_formats_history_is_expired(
@@ -231,8 +233,9 @@ def test_hostile_input_is_refused_or_taken_as_a_plain_value(lifecycle: Lifecycle
     )
     assert ok.returncode == 0, ok.stderr
     answer = json.loads(ok.stdout)
-    expected = asof(reader, GOLD, at, known_tables=tables, entity=PROMO).to_dict()
+    expected = plain(asof(reader, GOLD, at, known_tables=tables, entity=PROMO))
     assert answer["rows"] == expected["rows"]
+    assert set(answer["routes"]["a"]) == {"route", "available", "rows", "version", "note"}
     assert answer["routes_agree"] is True
     assert "pyspark" not in ok.stderr
     for bad in (["gold.nope", "--at", at.isoformat()], [GOLD, "--at", "2026-03-01T00:00:00"]):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from jobs.output import plain
 from lakehouse.errors import IngestError
 from workloads.bronze.ingest import (
     STATUS_ALREADY_INGESTED,
@@ -146,7 +147,7 @@ def test_bad_folder_layouts_are_refused_with_one_line(tmp_path: Path) -> None:
 def test_changed_files_and_changed_deliveries_are_refused(tmp_path: Path) -> None:
     entry = FileEntry("orders/2025-01-01/a.jsonl", 3, "1" * 64, 1)
     old = Manifest("orders", date(2025, 1, 1), (entry,))
-    known = {old.manifest_id: {"delivery": "2025-01-01", "files": [entry.to_dict()]}}
+    known = {old.manifest_id: {"delivery": "2025-01-01", "files": json.loads(old.files_json())}}
     assert check_against_known([old], known) == []
 
     changed = Manifest("orders", date(2025, 1, 1), (FileEntry(entry.path, 3, "2" * 64, 1),))
@@ -194,7 +195,7 @@ def test_ingest_is_verbatim_once_and_refuses_changed_files(lakehouse: Any, tmp_p
     assert orders.rows_written == 5
     assert settlements.rows_written == 2
     assert orders.outputs["bronze.orders"] is not None
-    assert json.loads(json.dumps(orders.to_dict()))["manifests"][0]["files"] == [
+    assert json.loads(json.dumps(plain(orders)))["manifests"][0]["files"] == [
         "orders/2025-01-01/orders-2025-01-01-1.jsonl"
     ]
 

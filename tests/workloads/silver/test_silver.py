@@ -23,12 +23,13 @@ from typing import Any
 
 import pytest
 
+from jobs.output import plain
 from lakehouse.digest import canonical_hash
 from lakehouse.errors import ConservationError, DataQualityError, UsageError
 from workloads.bronze.ingest import ingest_feed, ingest_history
 from workloads.engines import entity_resolution
 from workloads.silver.adapters import ADAPTERS, canonicalise
-from workloads.silver.build import build_silver, month_scope
+from workloads.silver.build import RestatedPeriod, SilverPartition, build_silver, month_scope
 from workloads.silver.columns import SILVER_COLUMNS
 from workloads.silver.conservation import ManifestBalance, balance_manifests, check_conservation
 from workloads.silver.lateness import load_lateness_policy
@@ -64,7 +65,7 @@ def test_conservation_balances_per_manifest_and_names_the_broken_one() -> None:
         ManifestBalance("m2", "logins", 4, silver=4),
     ]
     check_conservation(balances)
-    assert balances[0].to_dict()["balanced"] is True
+    assert plain(balances[0])["balanced"] is True
 
     lost = balance_manifests(bronze, {**outcomes, ("m2", "silver"): 3})
     with pytest.raises(ConservationError) as info:
@@ -346,7 +347,10 @@ def test_silver_from_a_generated_history(lakehouse: Any, history: History, tmp_p
     assert all(b.balanced for b in first.conservation)
     assert sum(b.bronze for b in first.conservation) == len(history.lines)
     assert sum(b.silver for b in first.conservation) == len(silver)
-    assert json.loads(json.dumps(first.to_dict()))["conservation"][0]["balanced"] is True
+    dumped = json.loads(json.dumps(plain(first)))
+    assert dumped["conservation"][0]["balanced"] is True
+    assert dumped["range"] == {"since_month": None, "until_month_exclusive": None}
+    assert all(set(p) == {"domain", "event_month"} for p in dumped["partitions_written"])
     assert set(first.inputs) == {f"bronze.{feed}" for feed in SCHEMAS}
 
     # -- every planted fault ends where the ground truth says ---------------------------
@@ -398,7 +402,7 @@ def test_silver_from_a_generated_history(lakehouse: Any, history: History, tmp_p
         elif fate == "silver:reopen":
             assert row["lateness"] == "reopen", fault
             assert row["accounting_date"] == row["event_date"]
-            assert (row["domain"], row["event_month"]) in first.restated_periods
+            assert RestatedPeriod(row["domain"], row["event_month"]) in first.restated_periods
         else:
             assert fate == "silver", fault
             assert row["lateness"] == ("late" if fault["kind"] == "late_event" else "on_time"), fault
@@ -448,7 +452,7 @@ def test_silver_from_a_generated_history(lakehouse: Any, history: History, tmp_p
     (extra / "logins" / "2025-07-02" / "logins-2025-07-02-1.jsonl").write_text(login + "\n", encoding="utf-8")
     ingest_feed(registry, "logins", extra, run_id="ingest-2")
     ranged = build_silver(registry, run_id="silver-2", policy=POLICY, since=date(2025, 7, 1))
-    assert ranged.partitions_written == (("logins", "2025-07"),)
+    assert ranged.partitions_written == (SilverPartition("logins", "2025-07"),)
     assert ranged.inputs["bronze.logins"] != first.inputs["bronze.logins"]
     after = collect(registry.get(SILVER))
     assert len(after) == len(silver) + 1
@@ -470,7 +474,7 @@ def test_silver_from_a_generated_history(lakehouse: Any, history: History, tmp_p
     # -- the first build's pinned inputs again: identical Silver, later append absent ---
     again = build_silver(registry, run_id="silver-3", policy=POLICY, inputs=first.inputs)
     assert again.inputs == first.inputs
-    assert again.partitions_removed == (("logins", "2025-07"),)
+    assert again.partitions_removed == (SilverPartition("logins", "2025-07"),)
     assert canonical_hash(registry.get(SILVER).read()) == silver_hash
     assert canonical_hash(registry.get(QUARANTINE).read(), exclude=["run_id"]) == quarantine_hash
     assert again.exceptions_added == 0

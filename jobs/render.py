@@ -1,0 +1,282 @@
+"""How results look to people: one function per result type, returning output blocks.
+
+The library returns result objects (frozen dataclasses whose fields are what ``--json``
+prints, see :func:`jobs.output.plain`); these functions turn them into the lines and
+tables a job puts in its :class:`~jobs.output.Outcome`. A function that returns plain
+``str`` lines is meant to be nested (indented) inside another rendering, as the demo does.
+The synthetic generator's summary is drawn in :mod:`jobs.generate` (only the generate
+and demo jobs may import :mod:`workloads.synthetic`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from jobs.output import Block, TableView, plain
+from workloads.gold.entity_index import INDEX
+from workloads.gold.entity_index import SOURCE as INDEXED
+from workloads.vocabulary import Fate
+
+if TYPE_CHECKING:
+    from workloads.asof import AsOfAnswer, EntityHistory
+    from workloads.bronze.ingest import IngestReport
+    from workloads.gold.build import GoldReport
+    from workloads.gold.entity_index import IndexRefresh
+    from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
+    from workloads.replay.outbox import Acknowledgement
+    from workloads.replay.scope import ReplayScope
+    from workloads.silver.build import SilverReport
+
+AFFECTED_SHOWN: Final = 10
+"""Affected entity ids a dry run lists before ``(+N more)``."""
+
+
+def indented(blocks: Iterable[Block], prefix: str = "  ") -> list[Block]:
+    """``blocks`` with every text line indented (tables are drawn as they are)."""
+    return [f"{prefix}{block}" if isinstance(block, str) else block for block in blocks]
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return "" if value is None else str(value)
+
+
+# -- Bronze, Silver, Gold ------------------------------------------------------------------------
+
+
+def render_ingest(report: IngestReport) -> list[Block]:
+    """``lakehouse ingest``: what was new, then one row per delivery."""
+    deliveries = [
+        {"delivery": m.delivery, "status": m.status, "rows": m.rows, "manifest": m.manifest_id[:16]}
+        for m in report.manifests
+    ]
+    return [
+        f"{report.feed}: {len(report.ingested)} manifest(s) ingested ({report.rows_written} rows), "
+        f"{len(report.already_ingested)} already ingested",
+        TableView(deliveries, ["delivery", "status", "rows", "manifest"]),
+    ]
+
+
+def render_silver(report: SilverReport) -> list[str]:
+    """``lakehouse build silver``: fates over every feed, partitions, exceptions, restatements."""
+    totals = {fate: sum(f.get(fate, 0) for f in report.fates.values()) for fate in Fate}
+    lines = [
+        f"silver build {report.run_id} ({report.resolver}): "
+        + ", ".join(f"{fate}={n}" for fate, n in totals.items()),
+        f"partitions written: {len(report.partitions_written)}, removed: {len(report.partitions_removed)}; "
+        f"exceptions added: {report.exceptions_added}",
+    ]
+    if report.restated_periods:
+        lines.append("restated: " + ", ".join(f"{p.domain}/{p.period}" for p in report.restated_periods))
+    return lines
+
+
+def render_gold(report: GoldReport) -> list[str]:
+    """``lakehouse build gold``: events, daily rows, baselines, correlations, the entity index."""
+    lines = [
+        f"gold build {report.run_id}: {report.events} events ({report.unattributed_events} unattributed), "
+        f"daily rows {report.daily_rows} (+{report.daily_added} ~{report.daily_changed} "
+        f"-{report.daily_removed}), baselines recomputed for {report.entities_recomputed} entities",
+    ]
+    if report.correlations is not None:
+        c = report.correlations
+        lines.append(
+            f"correlations ({c.engine}): {c.inserted} new, {c.superseded} superseded, "
+            f"{c.retracted} retracted, {c.unchanged} unchanged"
+        )
+    if report.entity_index is not None:
+        lines.append(render_index_refresh(report.entity_index))
+    return lines
+
+
+def render_index_refresh(refresh: IndexRefresh) -> str:
+    """One line: the entity index rebuilt, already current, or nothing to index yet."""
+    if refresh.status == "rebuilt":
+        return (
+            f"entity index {INDEX}@{refresh.index_version} rebuilt from {INDEXED}@{refresh.source_version} "
+            f"({refresh.rows} rows in {refresh.buckets} buckets, run {refresh.run_id})"
+        )
+    if refresh.status == "current":
+        return (
+            f"entity index {INDEX}@{refresh.index_version} already mirrors {INDEXED}@{refresh.source_version}"
+        )
+    return f"entity index: {INDEXED} has no version yet"
+
+
+# -- replay ---------------------------------------------------------------------------------------
+
+
+def render_scope(scope: ReplayScope) -> list[str]:
+    """``lakehouse replay --dry-run``: what the replay would read, recompute, supersede and write."""
+    est = scope.estimate
+    shown = ", ".join(scope.affected_entities[:AFFECTED_SHOWN])
+    hidden = scope.affected_entity_count - AFFECTED_SHOWN
+    more = f" (+{hidden} more)" if hidden > 0 else ""
+    return [
+        f"replay {scope.run_id} of plan {scope.plan} ({scope.purpose}) on {scope.table}",
+        f"engine change: {scope.engine_change}; new rows labelled {scope.engine_label}",
+        f"pinned inputs: {', '.join(f'{k}@{v}' for k, v in sorted(scope.pins.items()))}",
+        f"affected entities: {scope.affected_entity_count}: {shown}{more}",
+        f"recomputed entities: {scope.recomputed_entity_count}",
+        f"partitions in scope: {', '.join(scope.partitions) or 'none'}; "
+        f"rewritten: {', '.join(scope.changed_partitions) or 'none'}",
+        f"rows: {scope.serving_rows_in_scope} serving in scope, {scope.new_rows} recomputed; "
+        f"supersede {scope.to_supersede}, retract {scope.to_retract}, insert {scope.to_insert}, "
+        f"unchanged {scope.unchanged}",
+        f"produced by runs: {', '.join(r.run_id for r in scope.producing_runs) or 'none'}",
+        f"estimate: read {est.bytes_to_read} bytes / {est.rows_to_read} rows in {est.files_to_read} "
+        f"files (cap {est.max_bytes_read}), write {est.rows_to_write} rows",
+    ]
+
+
+def render_replay(outcome: ReplayOutcome, *, high_impact_shown: int | None = None) -> list[Block]:
+    """``lakehouse replay``: status, candidate, diff, verdict, totals and the high-impact changes
+    (a table; only the first ``high_impact_shown`` when given: all are in the review file)."""
+    from workloads.replay.state import AWAITING_APPROVAL
+
+    d = outcome.decision
+    out: list[Block] = [
+        f"replay {outcome.run_id} of plan {outcome.plan} ({outcome.purpose}): {outcome.status}",
+        f"candidate {outcome.candidate or '-'} of {outcome.table} (base {outcome.base_version}); "
+        f"partitions rewritten: {', '.join(outcome.partitions) or 'none'}",
+        "diff: " + ", ".join(f"{k} {v}" for k, v in outcome.diff.items()),
+        f"verdict: {d.get('verdict')} (owner {d.get('owner')}); failed check: "
+        f"{d.get('failed_invariant') or 'none'}; "
+        f"first bad partition: {d.get('first_bad_partition') or '-'}",
+        f"totals: serving {d.get('old_total')}, candidate {d.get('candidate_total')}, expected delta "
+        f"{d.get('expected_delta')}, residual {d.get('residual_delta')}",
+        f"high-impact changes: {len(outcome.high_impact)}; sample of changes: {len(outcome.sample)}",
+    ]
+    changes = outcome.high_impact
+    if high_impact_shown is not None:
+        changes = changes[:high_impact_shown]
+    if changes:
+        out.append(_changes_table(changes))
+    hidden = len(outcome.high_impact) - len(changes)
+    if hidden:
+        out.append(f"... {hidden} more high-impact changes in the review file")
+    if outcome.review_location:
+        out.append(f"review: {outcome.review_location}")
+    if outcome.status == AWAITING_APPROVAL:
+        out.append(
+            f"next: lakehouse approve {outcome.run_id} --by NAME, then lakehouse publish {outcome.run_id}"
+        )
+    return out
+
+
+def _changes_table(changes: Sequence[Mapping[str, Any]]) -> TableView:
+    rows = [
+        {
+            "kind": c.get("kind"),
+            "old": c.get("old_id") or "-",
+            "new": c.get("new_id") or "-",
+            "confidence": f"{c.get('old_confidence')} -> {c.get('new_confidence')}",
+        }
+        for c in changes
+    ]
+    return TableView(rows, ["kind", "old", "new", "confidence"])
+
+
+def render_approval(result: ApprovalResult) -> str:
+    """``lakehouse approve``: the decision, and what to run next after an approval."""
+    line = f"{result.decision}: run {result.run_id} by {result.approver} at {result.approved_at.isoformat()}"
+    if result.decision == "approved":
+        line += f"; next: lakehouse publish {result.run_id}"
+    return line
+
+
+def render_ack(result: Acknowledgement) -> str:
+    """``lakehouse ack``: recorded now, or already recorded before."""
+    state = "acknowledged" if result.recorded else "already acknowledged"
+    return f"{state}: {result.consumer} for run {result.run_id} by {result.acknowledged_by}"
+
+
+def render_publication(result: PublishResult) -> list[str]:
+    """``lakehouse publish``: the new serving version, supersessions, notifications, the index."""
+    out = [
+        f"{result.status}: {result.table} version {result.version} (was {result.previous}), "
+        f"effective {result.effective_at.isoformat()}, run {result.run_id}"
+        + ("; re-applied onto serving as it is now (it moved after staging)" if result.restaged else ""),
+    ]
+    out += [f"  {s['count']} {s['status']}: {s['reason']}" for s in result.supersessions]
+    out += [f"  notified {n.consumer} (key {n.idempotency_key})" for n in result.notifications]
+    if result.entity_index is not None:
+        out.append(f"  {render_index_refresh(result.entity_index)}")
+    return out
+
+
+def render_rollback(result: RollbackResult) -> list[str]:
+    """``lakehouse rollback``: which content serving was restored to, and the index rebuild."""
+    lines = [
+        f"rolled back run {result.run_id}: {result.table} restored to the content of version "
+        f"{result.to_version} (was {result.from_version}) as new version {result.new_version}"
+    ]
+    if result.entity_index is not None:
+        lines.append(render_index_refresh(result.entity_index))
+    return lines
+
+
+# -- asof -----------------------------------------------------------------------------------------
+
+
+def render_asof(answer: AsOfAnswer) -> list[str]:
+    """``lakehouse asof``: both routes (a disagreement loudly), notes, then each row with its
+    provenance and what became of it since."""
+    subject = f" entity {answer.entity}" if answer.entity else ""
+    out = [f"{answer.table}{subject} as known at {answer.at.isoformat()} ({answer.reader} reader)"]
+    for route in answer.routes.values():
+        state = f"{route.rows} rows" if route.available else "unavailable"
+        version = f" (version {route.version})" if route.version is not None else ""
+        out.append(f"  route {route.route}: {state}{version}{'; ' + route.note if route.note else ''}")
+    if answer.routes_agree is False:
+        out.append("  !!! ROUTES DISAGREE: the bitemporal columns and the published version differ")
+        out.append(f"  !!! first differing key: {plain(answer.first_difference)}")
+    elif answer.routes_agree:
+        out.append("  routes agree")
+    out += [f"  note: {n}" for n in answer.notes]
+    for row in answer.rows:
+        prov = row.get("provenance", {})
+        described = ", ".join(
+            f"{k}={_short(row[k])}" for k in row if k not in ("provenance", "since", "evidence")
+        )
+        out.append(f"- {described}")
+        out.append(
+            f"    by run {prov.get('run_id')} ({prov.get('command')}), engines "
+            f"{', '.join(prov.get('engines') or []) or '-'}, published {_short(prov.get('published_at'))}"
+        )
+        inputs = prov.get("inputs") or {}
+        if inputs:
+            out.append("    inputs: " + ", ".join(f"{t}@{v}" for t, v in inputs.items()))
+        since = row.get("since")
+        if since:
+            out.append(
+                f"    since then {since['status']} at {_short(since['superseded_at'])}"
+                f" by {since['superseded_by'] or '-'}: {since['reason']}"
+            )
+    return out
+
+
+def render_history(story: EntityHistory) -> list[Block]:
+    """``lakehouse asof --history``: one table row per row version, over knowledge time."""
+    rows = [
+        {
+            "known_from": _short(v["known_from"]),
+            "known_until": _short(v["known_until"]) or "now",
+            "correlation": f"{v.get('correlation_type')} {v.get('entity_a')} ~ {v.get('entity_b')}",
+            "confidence": v.get("confidence"),
+            "engine": v.get("engine"),
+            "status": v["status"],
+            "run": v.get("run_id"),
+            "successor": v.get("superseded_by") or ("-" if v.get("supersede_reason") else ""),
+            "reason": v.get("supersede_reason"),
+        }
+        for v in story.versions
+    ]
+    columns = ["known_from", "known_until", "correlation", "confidence", "engine", "status", "run"]
+    if any(r["successor"] or r["reason"] for r in rows):
+        columns += ["successor", "reason"]
+    title = f"history of entity {story.entity} in {story.table} ({len(story.versions)} row versions)"
+    return [title, TableView(rows, columns)]

@@ -1,0 +1,137 @@
+"""Results as people read them (:mod:`jobs.render`) and as ``--json`` dumps them (their fields)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from jobs.output import TableView, plain, render_plain
+from jobs.render import indented, render_asof, render_replay, render_scope
+from workloads.asof import AsOfAnswer, Route
+from workloads.replay import ReplayOutcome
+from workloads.replay.scope import Estimate, ProducingRun, ReplayScope
+
+AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def scope(bytes_to_read: int = 10, cap: int = 100) -> ReplayScope:
+    return ReplayScope(
+        run_id="replay-1",
+        plan="er-v2",
+        purpose="correction",
+        table="gold.correlations",
+        engine_change="entity_resolution 1 -> 2",
+        engine_label="correlation@1+entity_resolution@2",
+        pins={"silver.events": 3},
+        event_range=(None, None),
+        affected_entity_count=12,
+        affected_entities=tuple(f"e{i:02}" for i in range(12)),
+        old_entities=("e00",),
+        new_entities=("e01",),
+        recomputed_entity_count=13,
+        partitions=("2025-01",),
+        changed_partitions=("2025-01",),
+        serving_rows_in_scope=4,
+        new_rows=5,
+        to_supersede=1,
+        to_retract=1,
+        to_insert=2,
+        unchanged=2,
+        producing_runs=(ProducingRun("gold-1", 4, ("correlation@1",), True),),
+        estimate=Estimate(bytes_to_read, 40, 2, 5, cap),
+    )
+
+
+def test_a_dry_run_dumps_its_budget_verdict_and_lists_ten_entities() -> None:
+    dumped = plain(scope())
+    assert dumped["estimate"]["within_budget"] is True
+    assert plain(scope(bytes_to_read=101))["estimate"]["within_budget"] is False
+    assert dumped["pins"] == {"silver.events": 3}
+    lines = render_scope(scope())
+    assert lines[0] == "replay replay-1 of plan er-v2 (correction) on gold.correlations"
+    assert lines[3] == "affected entities: 12: e00, e01, e02, e03, e04, e05, e06, e07, e08, e09 (+2 more)"
+    assert lines[-1] == "estimate: read 10 bytes / 40 rows in 2 files (cap 100), write 5 rows"
+
+
+def test_a_replay_shows_its_high_impact_changes_as_a_table_cut_where_asked() -> None:
+    changes = tuple(
+        {
+            "kind": "superseded",
+            "old_id": f"o{i}",
+            "new_id": None,
+            "old_confidence": 0.9,
+            "new_confidence": 0.1,
+        }
+        for i in range(7)
+    )
+    outcome = ReplayOutcome(
+        run_id="replay-1",
+        plan="er-v2",
+        purpose="correction",
+        status="awaiting_approval",
+        table="gold.correlations",
+        candidate="cand",
+        base_version=3,
+        partitions=("2025-01",),
+        diff={"added": 1},
+        decision={"verdict": "publish", "owner": "risk"},
+        high_impact=changes,
+        scope=scope(),
+    )
+    dumped = json.loads(json.dumps(plain(outcome)))
+    assert (dumped["run_id"], dumped["status"], dumped["decision"]["verdict"]) == (
+        "replay-1",
+        "awaiting_approval",
+        "publish",
+    )
+    assert dumped["scope"]["estimate"]["within_budget"] is True
+
+    blocks = render_replay(outcome, high_impact_shown=5)
+    table = next(b for b in blocks if isinstance(b, TableView))
+    assert [r["old"] for r in table.rows] == ["o0", "o1", "o2", "o3", "o4"]
+    assert table.rows[0]["new"] == "-"
+    assert "... 2 more high-impact changes in the review file" in blocks
+    assert blocks[-1] == "next: lakehouse approve replay-1 --by NAME, then lakehouse publish replay-1"
+    nested = render_plain(["replay:", *indented(blocks)])
+    assert "  replay replay-1 of plan er-v2 (correction): awaiting_approval" in nested
+    assert len(render_replay(outcome)[6].rows) == 7  # type: ignore[union-attr]
+
+
+def test_an_asof_answer_dumps_route_row_counts_and_says_when_routes_disagree() -> None:
+    row = {
+        "correlation_id": "c1",
+        "run_id": "gold-1",
+        "recorded_at": AT,
+        "provenance": {
+            "run_id": "gold-1",
+            "command": "build gold",
+            "engines": ("correlation@1",),
+            "inputs": {"silver.events": 3},
+            "published_at": AT,
+        },
+    }
+    answer = AsOfAnswer(
+        table="gold.correlations",
+        at=AT,
+        entity=None,
+        where=None,
+        reader="spark",
+        routes={"a": Route("a", True, 1, 7, ""), "b": Route("b", True, 2, 6, "build of run gold-1")},
+        routes_agree=False,
+        first_difference={"key": {"correlation_id": "c1", "run_id": "gold-1"}},
+        rows=(row,),
+    )
+    dumped = json.loads(json.dumps(plain(answer)))
+    assert dumped["routes"]["a"] == {"route": "a", "available": True, "rows": 1, "version": 7, "note": ""}
+    assert dumped["routes_agree"] is False
+    assert dumped["rows"][0]["provenance"]["published_at"] == AT.isoformat()
+    assert answer.exit_code == 7
+    lines = render_asof(answer)
+    assert lines[1:3] == [
+        "  route a: 1 rows (version 7)",
+        "  route b: 2 rows (version 6); build of run gold-1",
+    ]
+    assert lines[3].startswith("  !!! ROUTES DISAGREE")
+    assert (
+        "    by run gold-1 (build gold), engines correlation@1, published 2026-11-29T12:00:00+00:00" in lines
+    )
