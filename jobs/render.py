@@ -22,6 +22,7 @@ from workloads.vocabulary import Fate
 if TYPE_CHECKING:
     from workloads.asof import AsOfAnswer, EntityHistory
     from workloads.bronze.ingest import IngestReport
+    from workloads.evaluation import QualityReport
     from workloads.gold.build import GoldReport
     from workloads.gold.entity_index import IndexRefresh
     from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
@@ -158,6 +159,8 @@ def render_replay(outcome: ReplayOutcome, *, high_impact_shown: int | None = Non
     hidden = len(outcome.high_impact) - len(changes)
     if hidden:
         out.append(f"... {hidden} more high-impact changes in the review file")
+    if outcome.quality is not None:
+        out += render_quality(outcome.quality)
     if outcome.review_location:
         out.append(f"review: {outcome.review_location}")
     if outcome.status == AWAITING_APPROVAL:
@@ -165,6 +168,29 @@ def render_replay(outcome: ReplayOutcome, *, high_impact_shown: int | None = Non
             f"next: lakehouse approve {outcome.run_id} --by NAME, then lakehouse publish {outcome.run_id}"
         )
     return out
+
+
+QUALITY_COLUMNS: Final = (
+    "side",
+    "engine",
+    "er_precision",
+    "er_recall",
+    "er_f1",
+    "correlation_precision",
+    "correlation_recall",
+)
+
+
+def render_quality(report: QualityReport) -> list[Block]:
+    """Both versions' quality against labelled truth, one row each; or why it was not measured."""
+    if report.old is None or report.new is None:
+        return [f"quality: {report.note}"]
+    unlabelled = f", {report.unlabelled_identities} unlabelled" if report.unlabelled_identities else ""
+    return [
+        f"quality against labelled truth {report.source} (sha256 {(report.source_digest or '')[:12]}): "
+        f"{report.identities} identities of {report.persons} persons{unlabelled}",
+        TableView(report.rows(), QUALITY_COLUMNS),
+    ]
 
 
 def _changes_table(changes: Sequence[Mapping[str, Any]]) -> TableView:

@@ -36,6 +36,7 @@ def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> 
     assert listed == {
         "entity_resolution@1": "ok",
         "entity_resolution@2": "ok",
+        "entity_resolution@3": "ok",
         "correlation@1": "ok",
         "correlation@2": "ok",
     }

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
@@ -54,38 +54,27 @@ def _pairs(n: int) -> int:
 
 @dataclass(frozen=True)
 class PairQuality:
-    """Claimed pairs against true pairs: counts, then precision, recall and F1."""
+    """Claimed pairs against true pairs: the counts, and precision, recall and F1 computed
+    from them (fields, so that every report, JSON and ledger entry carries them)."""
 
-    claimed: int
-    true: int
-    correct: int
+    claimed_pairs: int
+    true_pairs: int
+    correct_pairs: int
+    precision: float = field(init=False)
+    recall: float = field(init=False)
+    f1: float = field(init=False)
 
     def __post_init__(self) -> None:
-        if not 0 <= self.correct <= min(self.claimed, self.true):
-            raise ValueError(f"correct pairs {self.correct} must be within 0..min(claimed, true)")
-
-    @property
-    def precision(self) -> float:
-        return self.correct / self.claimed if self.claimed else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.correct / self.true if self.true else 1.0
-
-    @property
-    def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "precision": round(self.precision, 6),
-            "recall": round(self.recall, 6),
-            "f1": round(self.f1, 6),
-            "claimed_pairs": self.claimed,
-            "true_pairs": self.true,
-            "correct_pairs": self.correct,
-        }
+        claimed, true, correct = self.claimed_pairs, self.true_pairs, self.correct_pairs
+        if not 0 <= correct <= min(claimed, true):
+            raise ValueError(f"correct pairs {correct} must be within 0..min(claimed, true)")
+        precision = correct / claimed if claimed else 1.0
+        recall = correct / true if true else 1.0
+        object.__setattr__(self, "precision", precision)
+        object.__setattr__(self, "recall", recall)
+        object.__setattr__(
+            self, "f1", 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PairQuality:
@@ -104,9 +93,9 @@ def pairwise_quality(entity_of: Mapping[str, str], person_of: Mapping[str, str])
     by_person = Counter(person_of[i] for i in shared)
     by_cell = Counter((entity_of[i], person_of[i]) for i in shared)
     return PairQuality(
-        claimed=sum(_pairs(n) for n in by_entity.values()),
-        true=sum(_pairs(n) for n in by_person.values()),
-        correct=sum(_pairs(n) for n in by_cell.values()),
+        claimed_pairs=sum(_pairs(n) for n in by_entity.values()),
+        true_pairs=sum(_pairs(n) for n in by_person.values()),
+        correct_pairs=sum(_pairs(n) for n in by_cell.values()),
     )
 
 
@@ -155,16 +144,15 @@ class CorrelationQuality:
 
     pairs: PairQuality
     self_links: int
-    """Person pairs claimed between two entities of one person (counted in ``pairs.claimed``)."""
-    unmapped: int
+    """Person pairs claimed between two entities of one person (counted in ``pairs``)."""
+    unmapped_correlations: int
     """Correlations with an entity no labelled identity maps to (not counted at all)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.pairs.to_dict(), "self_links": self.self_links, "unmapped_correlations": self.unmapped}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CorrelationQuality:
-        return cls(PairQuality.from_dict(data), int(data["self_links"]), int(data["unmapped_correlations"]))
+        return cls(
+            PairQuality.from_dict(data["pairs"]), int(data["self_links"]), int(data["unmapped_correlations"])
+        )
 
 
 def correlation_quality(
@@ -182,9 +170,11 @@ def correlation_quality(
             continue
         claimed.update((min(p, q), max(p, q)) for p in left for q in right)
     return CorrelationQuality(
-        pairs=PairQuality(claimed=len(claimed), true=len(true_pairs), correct=len(claimed & true_pairs)),
+        pairs=PairQuality(
+            claimed_pairs=len(claimed), true_pairs=len(true_pairs), correct_pairs=len(claimed & true_pairs)
+        ),
         self_links=sum(1 for p, q in claimed if p == q),
-        unmapped=unmapped,
+        unmapped_correlations=unmapped,
     )
 
 
@@ -193,20 +183,13 @@ class VersionQuality:
     """One engine version's figures: entity resolution and the correlations built on it."""
 
     engine: str
-    resolution: PairQuality
+    entity_resolution: PairQuality
     correlations: CorrelationQuality
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "engine": self.engine,
-            "entity_resolution": self.resolution.to_dict(),
-            "correlations": self.correlations.to_dict(),
-        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VersionQuality:
         return cls(
             engine=str(data["engine"]),
-            resolution=PairQuality.from_dict(data["entity_resolution"]),
+            entity_resolution=PairQuality.from_dict(data["entity_resolution"]),
             correlations=CorrelationQuality.from_dict(data["correlations"]),
         )

@@ -8,8 +8,9 @@ report when the data has no labelled truth. Either is recorded in the ledger (a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from workloads.evaluation.metrics import (
@@ -60,17 +61,9 @@ class QualityReport:
         return self.old is not None and self.new is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "basis": self.basis.value,
-            "note": self.note,
-            "source": self.source,
-            "source_digest": self.source_digest,
-            "identities": self.identities,
-            "unlabelled_identities": self.unlabelled_identities,
-            "persons": self.persons,
-            "old": self.old.to_dict() if self.old else None,
-            "new": self.new.to_dict() if self.new else None,
-        }
+        """The fields as JSON values (what the ledger records; :meth:`from_dict` reads it back)."""
+        data: dict[str, Any] = json.loads(json.dumps(asdict(self)))
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QualityReport:
@@ -97,9 +90,9 @@ class QualityReport:
                 {
                     "side": side,
                     "engine": version.engine,
-                    "er_precision": round(version.resolution.precision, 3),
-                    "er_recall": round(version.resolution.recall, 3),
-                    "er_f1": round(version.resolution.f1, 3),
+                    "er_precision": round(version.entity_resolution.precision, 3),
+                    "er_recall": round(version.entity_resolution.recall, 3),
+                    "er_f1": round(version.entity_resolution.f1, 3),
                     "correlation_precision": round(version.correlations.pairs.precision, 3),
                     "correlation_recall": round(version.correlations.pairs.recall, 3),
                 }
@@ -119,7 +112,7 @@ def _version(
     true_pairs = group_pairs(truth.groups.values(), among=observed_persons)
     return VersionQuality(
         engine=evidence.engine,
-        resolution=pairwise_quality(entity_of, person_of),
+        entity_resolution=pairwise_quality(entity_of, person_of),
         correlations=correlation_quality(
             evidence.links, persons_of_entities(entity_of, person_of), true_pairs
         ),

@@ -14,7 +14,9 @@ I/O and computes the exact scope, and writes nothing at all (not even the ledger
    the per-key diff and a review file (every high-impact change, a sample of the others)
    under ``<workdir>/replays/<run_id>/``;
 4. reconciles independently (:mod:`workloads.replay.reconcile`) and runs the Great
-   Expectations gate, records the ``reconciliation_decision`` and ``run_finished``;
+   Expectations gate, measures the old and the new version against labelled truth
+   (:mod:`workloads.replay.quality`; "no ground truth" when the data has none), records
+   the ``quality_comparison``, the ``reconciliation_decision`` and ``run_finished``;
 5. stops: a ``correction`` at ``awaiting_approval`` (or ``blocked`` / ``suppressed`` by
    the verdict), a ``comparison`` at ``compared`` (its candidate is dropped; it can never
    be published).
@@ -51,6 +53,7 @@ from ledger.entries import LedgerEntryBase, RunFinished, RunStarted
 from ledger.identity import InputRead
 from ledger.reader import LedgerReader
 from ledger.writer import LedgerWriter
+from workloads.evaluation import LabelledTruth, TruthSearch
 from workloads.replay.analysis import analyse, describe_scope, plan_scope
 from workloads.replay.build import build_candidate
 from workloads.replay.evaluate import evaluate
@@ -58,6 +61,7 @@ from workloads.replay.faults import FailPoint, fail_point, maybe_fail
 from workloads.replay.identity import run_candidates
 from workloads.replay.outcome import ReplayOutcome, decision_dict, outcome_from_state, planned_notifications
 from workloads.replay.plan import CorrectionPlan
+from workloads.replay.quality import locate_truth
 from workloads.replay.setup import Setup, check_budget, input_size, setup_replay
 from workloads.replay.state import (
     APPROVED,
@@ -111,12 +115,15 @@ def run_replay(
     clock: Clock,
     fail_at: FailPoint | str | None = None,
     rebuild: bool = False,
+    truth: LabelledTruth | None = None,
 ) -> ReplayOutcome:
     """Run a correction or comparison plan up to its gate (see the module docstring).
 
     ``clock`` gives the build time and the ledger's ``recorded_at``. ``fail_at`` injects
     a failure at a step (:class:`FailPoint`). ``rebuild`` drops an existing candidate of
-    the run and builds it again instead of resuming it.
+    the run and builds it again instead of resuming it. ``truth`` is the labelled truth
+    both versions' quality is measured against; without it the one beside the ingested
+    deliveries is used, if any (:mod:`workloads.replay.quality`).
     """
     chosen = fail_point(fail_at)
     setup = setup_replay(registry, plan, engines)
@@ -134,11 +141,14 @@ def run_replay(
         return outcome_from_state(state)
     size = input_size(registry, setup)
     check_budget(plan, size)
+    searched = locate_truth(registry, truth)
     ledger = open_ledger(registry, clock=clock)
     built_at = clock.now()
     ledger.writer.append(_started_entry(setup))
     try:
-        return _build_and_evaluate(registry, setup, table, ledger.writer, size, built_at, chosen, rebuild)
+        return _build_and_evaluate(
+            registry, setup, table, ledger.writer, size, built_at, chosen, rebuild, searched
+        )
     except InjectedFailure:
         raise
     except Exception as exc:
@@ -182,6 +192,7 @@ def _build_and_evaluate(
     built_at: datetime,
     chosen: FailPoint | None,
     rebuild: bool,
+    truth: TruthSearch,
 ) -> ReplayOutcome:
     plan, run_id = setup.plan, setup.run_id
     analysis = analyse(registry, setup, built_at=built_at)
@@ -197,7 +208,7 @@ def _build_and_evaluate(
     )
     candidate, resumed = build_candidate(table, setup, analysis, built_at=built_at, rebuild=rebuild)
     maybe_fail(chosen, FailPoint.AFTER_CANDIDATE, run_id)
-    evaluation = evaluate(registry, setup, table, writer, analysis, scope, candidate, chosen)
+    evaluation = evaluate(registry, setup, table, writer, analysis, scope, candidate, chosen, truth)
     state = run_state(run_id, LedgerReader.for_registry(registry).by_run(run_id))
     log.info("run %s stops at %s", run_id, state.status)
     return ReplayOutcome(
@@ -218,6 +229,7 @@ def _build_and_evaluate(
         candidate_hash=evaluation.candidate_hash,
         resumed=resumed,
         scope=scope,
+        quality=evaluation.quality,
     )
 
 

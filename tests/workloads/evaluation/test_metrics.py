@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -30,7 +31,7 @@ PERSON_OF = {"ann": "A", "Ann": "A", "ann+x": "A", "bob": "B", "b.ob": "B", "cy"
 def test_a_perfect_grouping_scores_one() -> None:
     grouping = {"ann": "e1", "Ann": "e1", "ann+x": "e1", "bob": "e2", "b.ob": "e2", "cy": "e3"}
     quality = pairwise_quality(grouping, PERSON_OF)
-    assert (quality.claimed, quality.true, quality.correct) == (4, 4, 4)
+    assert (quality.claimed_pairs, quality.true_pairs, quality.correct_pairs) == (4, 4, 4)
     assert (quality.precision, quality.recall, quality.f1) == (1.0, 1.0, 1.0)
 
 
@@ -38,7 +39,7 @@ def test_splitting_a_person_costs_recall_only() -> None:
     # ann split in two (ann+Ann | ann+x), bob split in two: claimed 1 pair, 4 true pairs.
     grouping = {"ann": "e1", "Ann": "e1", "ann+x": "e2", "bob": "e3", "b.ob": "e4", "cy": "e5"}
     quality = pairwise_quality(grouping, PERSON_OF)
-    assert (quality.claimed, quality.true, quality.correct) == (1, 4, 1)
+    assert (quality.claimed_pairs, quality.true_pairs, quality.correct_pairs) == (1, 4, 1)
     assert quality.precision == 1.0
     assert quality.recall == 0.25
     assert quality.f1 == pytest.approx(0.4)
@@ -48,7 +49,7 @@ def test_merging_two_persons_costs_precision_only() -> None:
     # bob and cy merged: claimed = C(3,2) [ann] + C(3,2) [bob, b.ob, cy] = 6; correct 4.
     grouping = {"ann": "e1", "Ann": "e1", "ann+x": "e1", "bob": "e2", "b.ob": "e2", "cy": "e2"}
     quality = pairwise_quality(grouping, PERSON_OF)
-    assert (quality.claimed, quality.true, quality.correct) == (6, 4, 4)
+    assert (quality.claimed_pairs, quality.true_pairs, quality.correct_pairs) == (6, 4, 4)
     assert quality.precision == pytest.approx(4 / 6)
     assert quality.recall == 1.0
     assert quality.f1 == pytest.approx(0.8)
@@ -57,27 +58,27 @@ def test_merging_two_persons_costs_precision_only() -> None:
 def test_only_identities_both_sides_know_are_measured() -> None:
     grouping = {"ann": "e1", "Ann": "e1", "stranger": "e1"}
     quality = pairwise_quality(grouping, PERSON_OF)
-    assert (quality.claimed, quality.true, quality.correct) == (1, 1, 1)
+    assert (quality.claimed_pairs, quality.true_pairs, quality.correct_pairs) == (1, 1, 1)
 
 
 def test_singletons_and_no_pairs_follow_the_documented_conventions() -> None:
     singles = {"x": "P1", "y": "P2"}
-    assert pairwise_quality({"x": "e1", "y": "e2"}, singles).to_dict() == {
-        "precision": 1.0,
-        "recall": 1.0,
-        "f1": 1.0,
+    assert dataclasses.asdict(pairwise_quality({"x": "e1", "y": "e2"}, singles)) == {
         "claimed_pairs": 0,
         "true_pairs": 0,
         "correct_pairs": 0,
+        "precision": 1.0,
+        "recall": 1.0,
+        "f1": 1.0,
     }
     # nothing claimed, something to find: precision vacuous, recall 0, F1 0
     nothing = pairwise_quality({"ann": "e1", "Ann": "e2"}, PERSON_OF)
     assert (nothing.precision, nothing.recall, nothing.f1) == (1.0, 0.0, 0.0)
     # everything wrong: both 0, F1 defined as 0
-    assert PairQuality(claimed=2, true=3, correct=0).f1 == 0.0
+    assert PairQuality(claimed_pairs=2, true_pairs=3, correct_pairs=0).f1 == 0.0
     assert pairwise_quality({}, {}).f1 == 1.0
     with pytest.raises(ValueError, match="correct pairs"):
-        PairQuality(claimed=1, true=5, correct=2)
+        PairQuality(claimed_pairs=1, true_pairs=5, correct_pairs=2)
 
 
 def test_group_pairs_are_every_pair_of_distinct_members_among_the_seen() -> None:
@@ -93,9 +94,9 @@ def test_correlations_are_judged_as_person_pairs() -> None:
     links = [("e1", "e2"), ("e3", "e2"), ("e1", "e3"), ("e2", "e9")]
     quality = correlation_quality(links, persons, true_pairs)
     # (A,B) twice counts once; (A,A) is a self link (a split person); e9 is unmapped; (B,C) missed.
-    assert (quality.pairs.claimed, quality.pairs.true, quality.pairs.correct) == (2, 2, 1)
+    assert (quality.pairs.claimed_pairs, quality.pairs.true_pairs, quality.pairs.correct_pairs) == (2, 2, 1)
     assert (quality.pairs.precision, quality.pairs.recall) == (0.5, 0.5)
-    assert (quality.self_links, quality.unmapped) == (1, 1)
+    assert (quality.self_links, quality.unmapped_correlations) == (1, 1)
 
 
 def test_a_merged_entity_erases_the_pair_inside_it() -> None:
@@ -103,9 +104,9 @@ def test_a_merged_entity_erases_the_pair_inside_it() -> None:
     persons = {"x": frozenset({"A", "B"}), "y": frozenset({"C"})}
     true_pairs = group_pairs([("A", "B", "C")])
     quality = correlation_quality([("x", "y")], persons, true_pairs)
-    assert (quality.pairs.claimed, quality.pairs.correct, quality.pairs.true) == (2, 2, 3)
+    assert (quality.pairs.claimed_pairs, quality.pairs.correct_pairs, quality.pairs.true_pairs) == (2, 2, 3)
     assert quality.pairs.recall == pytest.approx(2 / 3)
-    assert correlation_quality([], persons, frozenset()).to_dict()["precision"] == 1.0
+    assert correlation_quality([], persons, frozenset()).pairs.precision == 1.0
 
 
 def test_dominant_entity_and_persons_of_entities() -> None:
@@ -213,8 +214,8 @@ def test_compare_versions_reports_old_and_new_side_by_side(tmp_path: Path) -> No
     assert (report.identities, report.unlabelled_identities, report.persons) == (5, 1, 3)
     assert report.old is not None
     assert report.new is not None
-    assert report.old.resolution.to_dict()["recall"] == pytest.approx(1 / 3, abs=1e-6)
-    assert report.new.resolution.f1 == 1.0
+    assert report.old.entity_resolution.recall == pytest.approx(1 / 3, abs=1e-6)
+    assert report.new.entity_resolution.f1 == 1.0
     assert (report.old.correlations.pairs.precision, report.old.correlations.pairs.recall) == (0.5, 0.5)
     assert report.old.correlations.self_links == 1
     assert (report.new.correlations.pairs.precision, report.new.correlations.pairs.recall) == (1.0, 1.0)
