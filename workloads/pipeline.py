@@ -8,20 +8,36 @@ these; the builds themselves (``workloads.bronze.ingest``, ``workloads.silver.bu
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from typing import Final
 
+from lakehouse.errors import EngineError
 from lakehouse.quality import Gate
 from lakehouse.tables import TableRegistry
-from ledger import Clock, Ledger
+from ledger import Clock, Ledger, RunFinished, RunStarted
+from ledger.engines import EngineSpec
 from workloads.bronze.ingest import IngestReport, bronze_table_of, ingest_feed
 from workloads.engines import correlation, entity_resolution
+from workloads.gold import baselines as w1
 from workloads.gold.build import GoldReport, build_gold
+from workloads.gold.correlations import Producer
 from workloads.gold.entity_index import refresh_entity_index
-from workloads.runs import DEFAULT_ENGINES, new_run_id, pin, recorded_run, verified_engines
+from workloads.runs import (
+    DEFAULT_ENGINES,
+    in_force_engines,
+    new_run_id,
+    pin,
+    processing_date,
+    recorded_run,
+    schema_version,
+)
+from workloads.silver.adapters import ADAPTERS
 from workloads.silver.build import SilverReport, build_silver
 from workloads.silver.lateness import LatenessRule
 from workloads.vocabulary import BRONZE_TABLES, TableName
@@ -66,10 +82,34 @@ def run_silver(
     gate: Gate | None = None,
     engines_path: Path = DEFAULT_ENGINES,
 ) -> SilverReport:
-    """Build Silver from pinned Bronze under the declared entity resolution, as a recorded run."""
-    version = int(entity_resolution.VERSION)
-    engines = verified_engines([(entity_resolution.NAME, version)], engines_path)
-    run_id = new_run_id("silver", clock.now())
+    """Build Silver from pinned Bronze as a recorded run, resolving entities with the version
+    of entity resolution in force at the build's processing date (the clock's UTC date; see
+    :mod:`ledger.engines.in_force`). ``run_started`` records the version and the reason.
+
+    The first build under a resolver other than the previous Silver build's rebuilds every
+    month, whatever ``since``/``until`` say: entities are decided by one version everywhere.
+    """
+    started = clock.now()
+    in_force = in_force_engines(
+        ledger,
+        [entity_resolution.NAME],
+        processing_date(started),
+        engines_path,
+        input_schemas={entity_resolution.NAME: resolver_input_schemas(registry)},
+    )
+    resolver = in_force.spec(entity_resolution.NAME)
+    previous = _last_silver_resolver(ledger)
+    if (since is not None or until is not None) and previous not in (None, resolver.version):
+        log.warning(
+            "Silver was resolved by %s@%s; the first build under %s rebuilds every month, not %s..%s",
+            entity_resolution.NAME,
+            previous,
+            resolver.ref,
+            since,
+            until,
+        )
+        since = until = None
+    run_id = new_run_id("silver", started)
     inputs = pin(registry, BRONZE_TABLES)
     window = {"since": since.isoformat() if since else None, "until": until.isoformat() if until else None}
     with recorded_run(
@@ -78,11 +118,18 @@ def run_silver(
         command="build silver",
         purpose="build",
         inputs=inputs,
-        engines=engines,
-        parameters=window,
+        engines=in_force.identities,
+        parameters={**window, **in_force.parameters()},
     ) as run:
         report = build_silver(
-            registry, run_id=run_id, policy=policy, since=since, until=until, inputs=inputs, gate=gate
+            registry,
+            run_id=run_id,
+            policy=policy,
+            since=since,
+            until=until,
+            inputs=inputs,
+            gate=gate,
+            resolver_version=str(resolver.version),
         )
         run.outputs.update(_written(report.outputs))
         for fates in report.fates.values():
@@ -101,9 +148,26 @@ def run_gold(
     gate: Gate | None = None,
     engines_path: Path = DEFAULT_ENGINES,
 ) -> GoldReport:
-    """Build Gold (features, W1 baselines, correlations) as a recorded run."""
-    engines = verified_engines([(correlation.NAME, int(correlation.VERSION))], engines_path)
+    """Build Gold (features, W1 baselines, correlations) as a recorded run, with the engines
+    in force at the build's processing date (``entity_daily``, ``baselines``, ``correlation``;
+    versions and reasons recorded in ``run_started``). Each engine's code is verified
+    against its declared fingerprint first: changed code without a new version is refused.
+    """
     started = clock.now()
+    silver_schema = {TableName.SILVER_EVENTS.value: schema_version(registry, TableName.SILVER_EVENTS)}
+    in_force = in_force_engines(
+        ledger,
+        [ENTITY_DAILY, BASELINES, correlation.NAME],
+        processing_date(started),
+        engines_path,
+        input_schemas={
+            ENTITY_DAILY: silver_schema,
+            BASELINES: {TableName.ENTITY_DAILY.value: schema_version(registry, TableName.ENTITY_DAILY)},
+            correlation.NAME: silver_schema,
+        },
+    )
+    _check_gold_code(in_force.spec(ENTITY_DAILY), in_force.spec(BASELINES))
+    producer = _producer(in_force.spec(correlation.NAME))
     run_id = new_run_id("gold", started)
     inputs = pin(registry, [TableName.SILVER_EVENTS])
     with recorded_run(
@@ -112,10 +176,12 @@ def run_gold(
         command="build gold",
         purpose="build",
         inputs=inputs,
-        engines=engines,
-        parameters={"full": full},
+        engines=in_force.identities,
+        parameters={"full": full, **in_force.parameters()},
     ) as run:
-        report = build_gold(registry, run_id=run_id, recorded_at=started, full=full, gate=gate)
+        report = build_gold(
+            registry, run_id=run_id, recorded_at=started, full=full, gate=gate, producer=producer
+        )
         run.outputs.update(_written(report.outputs))
         run.counts.update(
             {
@@ -126,6 +192,68 @@ def run_gold(
         )
         if report.correlations is not None:
             run.counts["correlations_inserted"] = report.correlations.inserted
-            run.counts["correlations_updated"] = report.correlations.updated
+            run.counts["correlations_superseded"] = report.correlations.superseded
+            run.counts["correlations_retracted"] = report.correlations.retracted
     log.info("recorded gold run %s: outputs %s", run_id, dict(run.outputs))
     return replace(report, entity_index=refresh_entity_index(registry, ledger, clock))
+
+
+ENTITY_DAILY: Final = "entity_daily"
+BASELINES: Final = "baselines"
+_GOLD_CODE: Final[dict[str, str]] = {
+    ENTITY_DAILY: "workloads.gold.features:daily_features",
+    BASELINES: "workloads.gold.baselines:baselines",
+}
+"""The code the Gold build runs for its per-entity engines (one version each so far)."""
+
+
+def resolver_input_schemas(registry: TableRegistry) -> dict[str, str]:
+    """What entity resolution reads: the Silver row schema and the source versions accepted."""
+    schemas = {TableName.SILVER_EVENTS.value: schema_version(registry, TableName.SILVER_EVENTS)}
+    for feed, adapter in sorted(ADAPTERS.items()):
+        schemas[f"source:{feed}"] = ",".join(adapter.accepted_versions)
+    return schemas
+
+
+def _last_silver_resolver(ledger: Ledger) -> int | None:
+    """The entity-resolution version of the last Silver build that finished ok, if any."""
+    started: dict[str, int] = {}
+    last: int | None = None
+    for entry in ledger.reader.entries():
+        if isinstance(entry, RunStarted) and entry.command == "build silver" and entry.run_id:
+            versions = [e.version for e in entry.engines if e.name == entity_resolution.NAME]
+            if versions:
+                started[entry.run_id] = versions[0]
+        elif isinstance(entry, RunFinished) and entry.status == "ok" and entry.run_id in started:
+            last = started[entry.run_id]
+    return last
+
+
+def _check_gold_code(*specs: EngineSpec) -> None:
+    """The in-force versions of Gold's per-entity engines must be the code this build runs."""
+    for spec in specs:
+        expected = _GOLD_CODE[spec.name]
+        if spec.implementation != expected:
+            raise EngineError(
+                f"engine {spec.ref} is in force but declares {spec.implementation}; the Gold build runs "
+                f"{expected}: add that version's code path to workloads.gold.build"
+            )
+    baselines = next(s for s in specs if s.name == BASELINES)
+    declared = {"windows": list(w1.WINDOWS), "metrics": dict(w1.METRICS)}
+    if dict(baselines.parameters) != declared:
+        raise EngineError(
+            f"engine {baselines.ref} declares parameters {dict(baselines.parameters)} but its code uses "
+            f"{declared}; declare a new version with the code's parameters"
+        )
+
+
+def _producer(spec: EngineSpec) -> Producer:
+    """The correlation engine of ``spec``: its declared function and declared parameters."""
+    module = importlib.import_module(spec.module)
+    function = getattr(module, spec.function, None)
+    if not callable(function):
+        raise EngineError(
+            f"engine {spec.ref}: {spec.implementation} is not a function; fix conf/engines.yaml"
+        )
+    accepted = inspect.signature(function).parameters
+    return Producer(spec.ref, function, {k: v for k, v in spec.parameters.items() if k in accepted})

@@ -4,6 +4,11 @@
 their code fingerprints verified) before the work, and ``run_finished`` (status, versions
 written, counts) after it, also when it fails. The build functions read exactly the pinned
 versions recorded here.
+
+:func:`in_force_engines` chooses the engine versions a build runs for its processing date
+(:func:`processing_date`, the UTC date of its clock) with :mod:`ledger.engines.in_force`,
+verifies their code, and completes their identities with the schema versions of the rows
+they read (:func:`schema_version`); ``EnginesInForce.parameters()`` is the reason recorded.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +25,8 @@ from lakehouse.digest import digest_of
 from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import first_line
 from ledger import EngineIdentity, InputRead, Ledger, OutputWritten, RunFinished, RunStarted
-from ledger.engines import load_engines, verify_fingerprint
+from ledger.clock import utc
+from ledger.engines import EngineSpec, InForce, engines_in_force, load_engines, verify_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +39,68 @@ def new_run_id(command: str, at: datetime, salt: Any = None) -> str:
     return f"{command}-{stamp}-{digest_of([command, stamp, salt])[:8]}"
 
 
-def verified_engines(
-    refs: Sequence[tuple[str, int]], engines_path: Path = DEFAULT_ENGINES
-) -> tuple[EngineIdentity, ...]:
-    """Identities of the declared engines a run uses, refusing any whose code changed."""
+def processing_date(moment: datetime) -> date:
+    """The processing date of a build started at ``moment``: its UTC date (the engines in force)."""
+    return utc(moment).date()
+
+
+def schema_version(registry: TableRegistry, table: str) -> str:
+    """The schema version of a table's rows: a digest of its configured schema (``sha256:<12 hex>``).
+
+    Tables carry no version number of their own; the configured DDL is what the rows look
+    like, so a column added, removed or retyped is a new schema version.
+    """
+    ddl = " ".join(registry.get(table).spec.schema_ddl.split())
+    return "sha256:" + digest_of(ddl)[:12]
+
+
+@dataclass(frozen=True)
+class EnginesInForce:
+    """The engines a build runs: chosen for its processing date, verified against their code.
+
+    ``parameters()`` is what ``run_started`` records besides the identities: the processing
+    date and, per engine, the version in force and why.
+    """
+
+    at: date
+    chosen: Mapping[str, InForce]
+    identities: tuple[EngineIdentity, ...]
+
+    def spec(self, name: str) -> EngineSpec:
+        return self.chosen[name].spec
+
+    def parameters(self) -> dict[str, Any]:
+        return {
+            "processing_date": self.at.isoformat(),
+            "engines_in_force": {
+                name: {"engine": decision.ref, "reason": decision.reason}
+                for name, decision in self.chosen.items()
+            },
+        }
+
+
+def in_force_engines(
+    ledger: Ledger,
+    names: Sequence[str],
+    at: date,
+    engines_path: Path = DEFAULT_ENGINES,
+    *,
+    input_schemas: Mapping[str, Mapping[str, str]] | None = None,
+) -> EnginesInForce:
+    """The version of each engine in force at ``at`` (conf file + ledger), verified against its code.
+
+    A version whose code changed without a new version is refused
+    (:class:`~lakehouse.errors.EngineFingerprintError`) before anything is read or written.
+    ``input_schemas`` (engine name -> table -> schema version) completes each identity.
+    """
     catalog = load_engines(engines_path)
-    return tuple(verify_fingerprint(catalog.resolve(name, version)) for name, version in refs)
+    chosen = engines_in_force(catalog, ledger.reader.entries(), names, at)
+    schemas = input_schemas or {}
+    identities = tuple(
+        verify_fingerprint(decision.spec).model_copy(update={"input_schemas": dict(schemas.get(name, {}))})
+        for name, decision in chosen.items()
+    )
+    return EnginesInForce(at=at, chosen=chosen, identities=identities)
 
 
 def pin(registry: TableRegistry, tables: Sequence[str]) -> dict[str, int | None]:

@@ -39,6 +39,8 @@ def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> 
         "entity_resolution@3": "ok",
         "correlation@1": "ok",
         "correlation@2": "ok",
+        "entity_daily@1": "ok",
+        "baselines@1": "ok",
     }
     assert "starting Spark" not in result.stderr
 

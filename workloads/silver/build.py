@@ -10,7 +10,8 @@ What :func:`build_silver` does, in this order:
 3. **Decide every row's fate** and the lateness of each fact
    (:mod:`workloads.silver.lateness`): ``quarantine``, ``duplicate``, ``exceptions``
    (held), ``corrected`` or ``silver``.
-4. **Resolve entities** with the entity-resolution engine (v1 by default) and shape the
+4. **Resolve entities** with the entity-resolution version in force (``resolver_version``,
+   chosen by :func:`workloads.pipeline.run_silver` for the build's date) and shape the
    rows of each output table (:mod:`workloads.silver.routing`).
 5. **Check conservation** per manifest (:mod:`workloads.silver.conservation`): Bronze rows
    = Silver rows + duplicates + corrected + quarantined + held. A mismatch raises
