@@ -159,60 +159,63 @@ def build(lh: Any, clock: Clock, history: Path) -> Built:
 
 
 LATER_EVENTS = [
-    event("l4", "logins", "2025-03-05T10:00:00", "gina@example.com", device="d9", line=1),
-    event("l5", "logins", "2025-03-06T10:00:00", "hank@example.com", device="d9", line=2),
+    event("l4", "logins", "2025-03-05T10:00:00", "gina@example.com", device="d9", line=4),
+    event("l5", "logins", "2025-03-06T10:00:00", "hank@example.com", device="d9", line=5),
 ]
-"""Delivered after the first build: gina and hank share device d9, touching no one before."""
+"""Arriving after the first build: gina and hank share device d9, touching no one before."""
 GINA = v1_id("gina@example.com")
 
 
-def build_later(lh: Any, clock: Clock, history: Path, *, refresh_index: bool = True) -> Built:
-    """LATER_EVENTS delivered into ``history`` and built by the product's next recorded runs.
+def seed_inputs(lh: Any, events: list[tuple[Any, ...]] = EVENTS) -> None:
+    """Silver rows (ER v1) and the Bronze rows they came from, written directly: test input,
+    no recorded run (for the tests that change their history and want it cheap)."""
+    spark, registry, tables = lh.spark, lh.registry, lh.config.tables
+    silver = registry.get("silver.events")
+    silver.create(if_not_exists=True)
+    rows = resolve_v1(spark.createDataFrame(events, tables["silver.events"].schema_ddl))
+    silver.append(rows, run_id="silver-1")
+    for domain in ("orders", "logins"):
+        bronze = registry.get(f"bronze.{domain}")
+        bronze.create(if_not_exists=True)
+        raw = [
+            (f"raw {e[0]}", e[0], e[2], e[5], e[5].date(), "test", "1", e[22], e[23], e[24], "ingest-1")
+            for e in events
+            if e[1] == domain
+        ]
+        if raw:
+            schema = tables[f"bronze.{domain}"].schema_ddl
+            bronze.append(spark.createDataFrame(raw, schema), run_id="ingest-1")
 
-    ``refresh_index=False``: the Gold job dies after its recorded build, before it rebuilds
-    the entity index (the index then lags the store until ``reindex``).
+
+def gold_build(lh: Any, clock: Clock, *, refresh_index: bool = True) -> Built:
+    """The product's recorded Gold build (``workloads.pipeline.run_gold``) of the Silver there is.
+
+    ``refresh_index=False``: the job dies after its recorded build, before it rebuilds the
+    entity index (the index then lags the store until ``reindex``).
     """
     from unittest import mock
 
     from workloads.gold.quality import medallion_gate as gate
-    from workloads.pipeline import run_gold, run_ingest, run_silver
-    from workloads.silver.lateness import load_lateness_policy
+    from workloads.pipeline import run_gold
 
-    registry = lh.registry
-    ledger = open_ledger(registry, clock=clock)
-    write_deliveries(history, LATER_EVENTS)
-    run_ingest(registry, ledger, clock, feed="logins", source=history)
-    run_silver(registry, ledger, clock, policy=load_lateness_policy(), gate=gate)
+    ledger = open_ledger(lh.registry, clock=clock)
     if refresh_index:
-        gold_report = run_gold(registry, ledger, clock, gate=gate)
+        report = run_gold(lh.registry, ledger, clock, gate=gate)
     else:
         with mock.patch("workloads.pipeline.refresh_entity_index", return_value=None):
-            gold_report = run_gold(registry, ledger, clock, gate=gate)
-    silver_version = registry.get("silver.events").current_version()
+            report = run_gold(lh.registry, ledger, clock, gate=gate)
+    silver_version = lh.registry.get("silver.events").current_version()
     assert silver_version is not None
-    return Built(gold=registry.get(GOLD), gold_run=gold_report.run_id, silver_version=silver_version)
+    return Built(gold=lh.registry.get(GOLD), gold_run=report.run_id, silver_version=silver_version)
 
 
 def seed(lh: Any) -> Table:
-    """Silver (ER v1), the Bronze rows it came from, and Gold correlations built by v1."""
-    spark, registry, tables = lh.spark, lh.registry, lh.config.tables
-    silver = registry.get("silver.events")
-    silver.create()
-    silver.append(
-        resolve_v1(spark.createDataFrame(EVENTS, tables["silver.events"].schema_ddl)), run_id="silver-1"
-    )
-    for domain in ("orders", "logins"):
-        bronze = registry.get(f"bronze.{domain}")
-        bronze.create()
-        raw = [
-            (f"raw {e[0]}", e[0], e[2], e[5], e[5].date(), "test", "1", e[22], e[23], e[24], "ingest-1")
-            for e in EVENTS
-            if e[1] == domain
-        ]
-        bronze.append(spark.createDataFrame(raw, tables[f"bronze.{domain}"].schema_ddl), run_id="ingest-1")
-    gold = registry.get(GOLD)
+    """Silver and Bronze (:func:`seed_inputs`) and Gold correlations built by v1, all written
+    directly (run ``gold-1``, unknown to the ledger), for replay tests that change their history."""
+    seed_inputs(lh)
+    gold = lh.registry.get(GOLD)
     gold.create()
-    built = correlate_v1(silver.read(), run_id="gold-1", recorded_at=GOLD_RECORDED)
+    built = correlate_v1(lh.registry.get("silver.events").read(), run_id="gold-1", recorded_at=GOLD_RECORDED)
     write_correlations(gold, built, engine=ENGINE, run_id="gold-1")
     return gold
 

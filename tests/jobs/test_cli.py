@@ -48,11 +48,11 @@ def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> 
     first = shipped.index("\n    code_fingerprint: ") + len("\n    code_fingerprint: ")
     tampered = tmp_path / "engines.yaml"
     tampered.write_text(shipped[:first] + "ab" * 32 + shipped[first + 64 :], encoding="utf-8")
-    result = run("engines", "list", "--engines", str(tampered))
+    result = run("engines", "list", "--engines", str(tampered), "--json")
     assert result.returncode == 1
-    changed = [line for line in result.stdout.splitlines() if "CHANGED" in line]
-    assert len(changed) == 1
-    assert changed[0].startswith("entity_resolution@1")
+    codes = {e["engine"]: e["code"] for e in json.loads(result.stdout)["engines"]}
+    assert [engine for engine, code in codes.items() if code != "ok"] == ["entity_resolution@1"]
+    assert codes["entity_resolution@1"].startswith("CHANGED")
 
 
 def test_an_invalid_plan_is_refused_with_the_key_before_spark_starts(tmp_path: Path) -> None:

@@ -632,6 +632,32 @@ def test_a_v1_ledger_upgrades_to_current_and_still_verifies(registry: TableRegis
 CHILD_BATCHES = 4
 
 
+def file_barrier(folder: str, name: str, timeout: float = 300) -> None:
+    """Wait until both writer processes have reached this point (each leaves a file)."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    (Path(folder) / name).touch()
+    deadline = time.monotonic() + timeout
+    while len(list(Path(folder).iterdir())) < 2:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the other writer process never reached the barrier")
+        time.sleep(0.05)
+
+
+def racing_once(folder: str, name: str) -> Callable[[int], None]:
+    """An attempt hook that meets the other process at its first attempt, once.
+
+    Called after the tip was read and before the commit: both processes then commit on
+    the same tip, so one of them must lose and retry."""
+    first_call = [True]
+
+    def race(attempt: int) -> None:
+        if first_call[0]:
+            first_call[0] = False
+            file_barrier(folder, name)
+
+    return race
+
+
 def child_main(settings: dict[str, Any]) -> None:
     """One writer process: start Spark, wait for the other, migrate, append batches, report."""
     from lakehouse.session import build_session
@@ -651,10 +677,12 @@ def child_main(settings: dict[str, Any]) -> None:
         update = {"force_format": TableFormat(fmt), "instance": instance}
         registry = TableRegistry(spark, config.model_copy(update=update))
         began = time.monotonic()
-        ledger = open_ledger(registry, clock=FixedClock(T0))
+        open_ledger(registry, clock=FixedClock(T0))
+        writer = LedgerWriter.for_registry(
+            registry, clock=FixedClock(T0), on_attempt=racing_once(settings["race"][fmt], settings["name"])
+        )
         attempts = [
-            ledger.writer.append(*run_entries(f"{settings['name']}-{i}")[:2]).attempts
-            for i in range(CHILD_BATCHES)
+            writer.append(*run_entries(f"{settings['name']}-{i}")[:2]).attempts for i in range(CHILD_BATCHES)
         ]
         report[fmt] = {"attempts": attempts, "seconds": round(time.monotonic() - began, 1)}
     print("RESULT " + json.dumps(report), flush=True)
@@ -663,7 +691,7 @@ def child_main(settings: dict[str, Any]) -> None:
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_two_writer_processes_keep_one_linear_chain(
+def test_two_writer_processes_that_conflict_keep_one_linear_chain(
     spark_session: Any, lakehouse_config: LakehouseConfig, tmp_path: Path
 ) -> None:
     instances = {f.value: f"p{uuid.uuid4().hex[:8]}" for f in (TableFormat.DELTA, TableFormat.ICEBERG)}
@@ -675,6 +703,7 @@ def test_two_writer_processes_keep_one_linear_chain(
             "ready": flag,
             "all_ready": ready,
             "instances": instances,
+            "race": {fmt: str(tmp_path / f"race-{fmt}") for fmt in instances},
             "overrides": {
                 "workdir": str(lakehouse_config.workdir_path),
                 "spark.master": "local[1]",
@@ -702,6 +731,9 @@ def test_two_writer_processes_keep_one_linear_chain(
     print(json.dumps(reports))  # shown with -s: session start, attempts per batch, seconds per format
 
     for fmt, instance in instances.items():
+        first_batches = [report[fmt]["attempts"][0] for report in reports]
+        assert len(first_batches) == 2, reports
+        assert sum(first_batches) >= 3, (fmt, reports)  # they raced on one tip: the loser retried
         config = lakehouse_config.model_copy(update={"force_format": TableFormat(fmt), "instance": instance})
         table = ledger_table(TableRegistry(spark_session, config))
         try:

@@ -3,8 +3,10 @@
 The history is the hand-written one of :mod:`tests.replay_history`, delivered and built
 through the product (its recorded ingest, Silver and Gold runs), then the ER v2 correction
 published, rolled back and published again: the shared
-:class:`~tests.replay_history.Lifecycle`. Tests that change a history build their own the
-same way. Every instant asked about is a known ledger time (a fixed clock).
+:class:`~tests.replay_history.Lifecycle`. Tests that change a history build their own:
+the hand-written Silver, and Gold built by the product's recorded Gold run, so the ledger
+holds only what the product writes. Every instant asked about is a known ledger time (a
+fixed clock).
 """
 
 from __future__ import annotations
@@ -25,7 +27,19 @@ from jobs.render import render_asof
 from lakehouse.errors import UnknownTableError, UsageError
 from lakehouse.expressions import parse_instant
 from ledger.clock import FixedClock
-from tests.replay_history import ANN, CAROL, GOLD, LABEL, PROMO, START, Built, Lifecycle, build, build_later
+from tests.replay_history import (
+    ANN,
+    CAROL,
+    GOLD,
+    LABEL,
+    LATER_EVENTS,
+    PROMO,
+    START,
+    Built,
+    Lifecycle,
+    gold_build,
+    seed_inputs,
+)
 from workloads.asof import PythonReader, SparkReader, asof, entity_history, timeline
 from workloads.asof.answer import ROUTES_DISAGREE_EXIT
 
@@ -35,9 +49,11 @@ REPO = Path(__file__).resolve().parents[3]
 NOTEBOOK = REPO / "notebooks" / "auditor_time_travel.ipynb"
 
 
-def built(lh: Any, clock: FixedClock, history: Path) -> Built:
-    """The hand-written history built through the product; the ledger has only its entries."""
-    return build(lh, clock, history)
+def built(lh: Any, clock: FixedClock) -> Built:
+    """The hand-written Silver, and Gold built from it by the product's recorded Gold run:
+    the ledger holds only what the product wrote."""
+    seed_inputs(lh)
+    return gold_build(lh, clock)
 
 
 def known(lh: Any) -> list[str]:
@@ -145,9 +161,9 @@ def test_answers_hold_across_a_replay_and_both_routes_and_readers_agree(
     assert "<image/png>" in outputs, "the confidence plot is drawn"
 
 
-def test_a_corrupted_bitemporal_column_makes_the_routes_disagree(lakehouse: Any, tmp_path: Path) -> None:
+def test_a_corrupted_bitemporal_column_makes_the_routes_disagree(lakehouse: Any) -> None:
     clock = FixedClock(START, step=timedelta(seconds=1))
-    history = built(lakehouse, clock, tmp_path / "history")
+    history = built(lakehouse, clock)
     gold = history.gold
     at = clock.now()
     reader = SparkReader(lakehouse.registry)
@@ -169,18 +185,17 @@ def test_a_corrupted_bitemporal_column_makes_the_routes_disagree(lakehouse: Any,
     assert any("ROUTES DISAGREE" in line for line in render_asof(answer))
 
 
-def test_route_a_answers_after_the_formats_history_is_expired(
-    lakehouse: Any, table_format: Any, tmp_path: Path
-) -> None:
+def test_route_a_answers_after_the_formats_history_is_expired(lakehouse: Any, table_format: Any) -> None:
     clock = FixedClock(START, step=timedelta(seconds=1))
-    gold = built(lakehouse, clock, tmp_path / "history").gold
+    gold = built(lakehouse, clock).gold
     at = clock.now()
     spark, python = SparkReader(lakehouse.registry), PythonReader(lakehouse.config)
     before = asof(spark, GOLD, at, known_tables=known(lakehouse))
     assert before.routes_agree is True
     assert before.rows
 
-    later = build_later(lakehouse, clock, tmp_path / "history")  # a second recorded Gold build
+    seed_inputs(lakehouse, LATER_EVENTS)
+    later = gold_build(lakehouse, clock)  # a second recorded Gold build
     assert later.gold_run in {r["run_id"] for r in gold.read().collect()}
     if table_format.value == "delta":
         # compaction, as a maintenance job would: rewrites the files version 1 needs, VACUUM deletes them

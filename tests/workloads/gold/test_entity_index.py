@@ -4,14 +4,13 @@ What users rely on: the index holds exactly the store's rows, each under both of
 entities and in the right bucket; the ledger says which index version mirrors which store
 version; a one-entity ``asof`` through it gives the same answer as reading the store
 itself while reading one bucket; a stale index is never used; a wrong one is never
-recorded. The histories are built through the product (recorded ingest, Silver and Gold
-runs), so the ledger holds only what the product writes.
+recorded. Gold is built by the product's recorded Gold runs, so the ledger holds only what
+the product writes.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -30,10 +29,11 @@ from tests.replay_history import (
     GINA,
     GOLD,
     GOLD_RECORDED,
+    LATER_EVENTS,
     PROMO,
     START,
-    build,
-    build_later,
+    gold_build,
+    seed_inputs,
 )
 from tests.workloads.asof.test_asof import content, known
 from workloads.asof import PythonReader, SparkReader, asof, entity_history
@@ -133,11 +133,10 @@ def same_rows(lakehouse: Any, at: Any, entities: tuple[str, ...], *, via: str) -
             assert "by_entity" not in plain.route_a.note + plain.route_b.note
 
 
-def test_the_index_mirrors_the_store_and_answers_exactly_like_it(
-    lakehouse: Any, table_format: Any, tmp_path: Path
-) -> None:
+def test_the_index_mirrors_the_store_and_answers_exactly_like_it(lakehouse: Any, table_format: Any) -> None:
     clock = FixedClock(START, step=timedelta(seconds=1))
-    gold = build(lakehouse, clock, tmp_path / "history").gold
+    seed_inputs(lakehouse)
+    gold = gold_build(lakehouse, clock).gold
     ledger = open_ledger(lakehouse.registry, clock=clock)
     index = lakehouse.registry.get(INDEX)
     (by_the_build,) = index_versions(ledger.reader.records())
@@ -181,7 +180,8 @@ def test_the_index_mirrors_the_store_and_answers_exactly_like_it(
     )
 
     # a recorded Gold build whose job died before it rebuilt the index: the index is not used
-    later = build_later(lakehouse, clock, tmp_path / "history", refresh_index=False)
+    seed_inputs(lakehouse, LATER_EVENTS)
+    later = gold_build(lakehouse, clock, refresh_index=False)
     stale_at = clock.now()
     for reader in (SparkReader(lakehouse.registry), PythonReader(lakehouse.config)):
         answer = asof(reader, GOLD, stale_at, known_tables=known(lakehouse), entity=GINA)

@@ -1,0 +1,347 @@
+"""Every command through the command line, on one history built by the command line.
+
+The module builds one lakehouse with the shipped configuration (mixed formats) under its
+own instance: generate -> ingest each feed -> build silver -> build gold -> replay the
+shipped plan -> approve -> ack -> publish -> asof -> ledger verify -> rollback -> reindex,
+and along the way the refusals a user meets (exit 2), a held publication (exit 5), a
+lineage that no run produced (exit 1), a tampered Gold row (``asof`` exit 7, checked as a
+real process) and a tampered ledger (``ledger verify`` exit 4). A missing Java is exit 3,
+in a real process. Commands run in this process through :func:`jobs.cli.main` (the Spark
+session is shared), which reads the test's work dir and instance like a real run would.
+
+Exit 6 (an injected failure) has no command-line switch: it is checked where failures are
+injected, in ``tests/workloads/replay/test_replay_flow.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakehouse.config import LakehouseConfig, load_config
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+CONF = REPO / "conf" / "lakehouse.yaml"
+PLAN = REPO / "conf" / "plans" / "er-v2-recorrelation.yaml"
+FEEDS = ("orders", "refunds", "logins", "settlements", "outcomes")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command: its exit code and what it printed (parsed JSON when it printed some)."""
+
+    args: tuple[str, ...]
+    code: int
+    data: Any
+    stderr: str
+
+
+@dataclass(frozen=True)
+class History:
+    """The steps of the module's command-line history, by name, and its configuration."""
+
+    steps: dict[str, Step]
+    config: LakehouseConfig
+    env: dict[str, str]
+
+    def __getitem__(self, name: str) -> Step:
+        return self.steps[name]
+
+
+class Runner:
+    """Runs ``lakehouse ...`` in this process with the module's work dir and instance."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        self.workdir, self.env = workdir, env
+        self.steps: dict[str, Step] = {}
+
+    def __call__(self, name: str, *args: str, json_out: bool = True) -> Step:
+        from jobs.cli import main
+
+        argv = [*args, "--conf", str(CONF), "--workdir", str(self.workdir), "--quiet"]
+        argv += ["--json"] if json_out else []
+        out, err = io.StringIO(), io.StringIO()
+        with pytest.MonkeyPatch.context() as patch:
+            for key, value in self.env.items():
+                patch.setenv(key, value)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(argv)
+                except SystemExit as exc:  # argparse's own refusals
+                    code = int(exc.code or 0)
+        text = out.getvalue()
+        data = json.loads(text) if json_out and code in (0, 1, 4, 5, 7) and text.strip() else text
+        step = Step(tuple(argv), code, data, err.getvalue())
+        self.steps[name] = step
+        return step
+
+
+def history_step(run: Runner, name: str) -> Step:
+    return run.steps[name]
+
+
+def tamper_gold_row(spark: Any, config: LakehouseConfig) -> str:
+    """Move one serving row's recorded_at to 2030 behind the product's back; returns its id."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    gold = TableRegistry(spark, config).get("gold.correlations")
+    victim = gold.read().orderBy("correlation_id").limit(1)
+    rows = spark.createDataFrame(victim.collect(), victim.schema)
+    later = rows.withColumn("recorded_at", F.lit(datetime(2030, 1, 1)).cast("timestamp"))
+    gold.merge(later, ["correlation_id", "run_id"], run_id="tamper")
+    return str(victim.first()["correlation_id"])
+
+
+@pytest.fixture(scope="module")
+def history(
+    spark_session: Any, lakehouse_config: LakehouseConfig, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[History]:
+    instance = f"cli{uuid.uuid4().hex[:6]}"
+    env = {"LAKEHOUSE__INSTANCE": instance, "LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS": "2"}
+    workdir = lakehouse_config.workdir_path
+    config = load_config(CONF, environ=env, overrides={"workdir": str(workdir)})
+    folder = tmp_path_factory.mktemp("cli")
+    deliveries = folder / "history"
+    run = Runner(workdir, env)
+
+    run("tables-before", "tables")
+    run("generate", "generate", "--out", str(deliveries), "--entities", "20", "--months", "2")
+    run("generate-again", "generate", "--out", str(deliveries), "--entities", "20", "--months", "2")
+    for feed in FEEDS:
+        run(f"ingest-{feed}", "ingest", "--feed", feed, "--source", str(deliveries))
+    run("ingest-orders-again", "ingest", "--feed", "orders", "--source", str(deliveries))
+    run("ingest-unknown-feed", "ingest", "--feed", "nope", "--source", str(deliveries))
+    run("build-silver", "build", "silver")
+    run("build-gold", "build", "gold")
+    run("lineage-gold", "ledger", "lineage", "gold.correlations")
+    run("lineage-unknown-version", "ledger", "lineage", "gold.correlations", "--version", "999999")
+    engines = folder / "engines.yaml"
+    shutil.copy(REPO / "conf" / "engines.yaml", engines)
+    run("engines-list", "engines", "list")
+    run("engines-declare-incomplete", "engines", "declare", "--engines", str(engines), "--name", "x")
+    run(
+        "engines-declare",
+        "engines",
+        "declare",
+        "--engines",
+        str(engines),
+        "--name",
+        "correlation",
+        "--implementation",
+        "workloads.engines.correlation:correlate_v1",
+        "--effective-from",
+        "2027-01-01",
+        "--description",
+        "the same code declared again, as a test",
+        "--param",
+        "max_entities_per_asset=50",
+    )
+    run("dry-run", "replay", "--plan", str(PLAN), "--dry-run")
+    replayed = run("replay", "replay", "--plan", str(PLAN))
+    run_id = replayed.data["run_id"] if replayed.code == 0 else "replay-missing"
+    run("publish-unapproved", "publish", run_id)
+    run("approve-stranger", "approve", run_id, "--by", "mallory")
+    run("approve", "approve", run_id, "--by", "risk-lead")
+    run("publish-held", "publish", run_id)
+    run("ack", "ack", "fraud-ops", run_id, "--by", "ops")
+    run("publish", "publish", run_id)
+    published = history_step(run, "publish")
+    at = str(published.data["effective_at"]) if published.code == 0 else datetime.now(UTC).isoformat()
+    run("asof-spark", "asof", "gold.correlations", "--at", at)
+    run("asof-pyiceberg", "asof", "gold.correlations", "--at", at, "--reader", "pyiceberg")
+    run("asof-now", "asof", "gold.correlations", "--at", datetime.now(UTC).isoformat())
+    run("asof-naive-time", "asof", "gold.correlations", "--at", "2026-03-01T00:00:00")
+    run("ledger-verify", "ledger", "verify")
+    run("ledger-show", "ledger", "show", "--run", run_id)
+    run("lineage-published", "ledger", "lineage", "gold.correlations")
+    run("rollback", "rollback", run_id, "--reason", "cli test")
+    run("reindex", "reindex")
+    run("reindex-zero-buckets", "reindex", "--buckets", "0")
+    run("submit-args", "submit-args")
+    run("tables-after", "tables")
+    run("ledger-verify-before-tamper", "ledger", "verify")
+
+    # behind the product's back: a serving row, then the ledger
+    at = datetime.now(UTC).isoformat()
+    tamper_gold_row(spark_session, config)
+    process = [sys.executable, "-m", "jobs", "asof", "gold.correlations", "--at", at, "--reader"]
+    process += ["pyiceberg", "--conf", str(CONF), "--workdir", str(workdir), "--json"]
+    disagree = subprocess.run(
+        process, cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=600, check=False
+    )
+    data = json.loads(disagree.stdout) if disagree.stdout.strip() else None
+    run.steps["asof-tampered-process"] = Step(tuple(process), disagree.returncode, data, disagree.stderr)
+    from lakehouse.tables import TableRegistry
+
+    TableRegistry(spark_session, config).get("ops.ledger").delete_where("seq = 3")
+    run("ledger-verify-tampered", "ledger", "verify")
+
+    yield History(run.steps, config, env)
+    for table in TableRegistry(spark_session, config):
+        if table.exists():
+            table.drop()
+
+
+def codes(history: History, *names: str) -> dict[str, int]:
+    return {name: history[name].code for name in names}
+
+
+def test_every_command_of_the_cli_history_exits_0(history: History) -> None:
+    ok = [
+        "tables-before",
+        "generate",
+        *(f"ingest-{feed}" for feed in FEEDS),
+        "ingest-orders-again",
+        "build-silver",
+        "build-gold",
+        "lineage-gold",
+        "engines-list",
+        "engines-declare",
+        "dry-run",
+        "replay",
+        "approve",
+        "ack",
+        "publish",
+        "asof-spark",
+        "asof-pyiceberg",
+        "ledger-verify",
+        "ledger-show",
+        "lineage-published",
+        "rollback",
+        "reindex",
+        "submit-args",
+        "tables-after",
+        "ledger-verify-before-tamper",
+    ]
+    failed = {name: (history[name].code, history[name].stderr[-500:]) for name in ok if history[name].code}
+    assert failed == {}
+
+
+def test_the_cli_runs_in_the_tests_work_dir_and_instance(history: History) -> None:
+    before = {t["name"]: t for t in history["tables-before"].data["tables"]}
+    after = {t["name"]: t for t in history["tables-after"].data["tables"]}
+    assert not any(t["exists"] for t in before.values()), "a fresh instance: nothing exists yet"
+    assert all(t["exists"] for t in after.values()), [n for n, t in after.items() if not t["exists"]]
+    workdir = str(history.config.workdir_path)
+    instance = history.env["LAKEHOUSE__INSTANCE"]
+    for name, table in after.items():
+        assert workdir in table["location"] or table["format"] == "iceberg", (name, table["location"])
+        assert instance in table["location"], (name, table["location"])
+    formats = {name: t["format"] for name, t in after.items()}
+    assert formats["bronze.orders"] == formats["ops.ledger"] == "delta", "the shipped zone formats"
+    assert formats["silver.events"] == formats["gold.correlations"] == "iceberg"
+
+
+def test_generate_ingest_and_builds_report_what_they_wrote(history: History) -> None:
+    generated = history["generate"].data
+    lines = {feed: sum(fates.values()) for feed, fates in generated["fates_per_feed"].items()}
+    for feed in FEEDS:
+        report = history[f"ingest-{feed}"].data
+        assert report["rows_written"] == lines[feed], feed
+    again = history["ingest-orders-again"].data
+    assert again["rows_written"] == 0, "a manifest already ingested is a no-op"
+    assert history["generate-again"].code == 2, "generate refuses a folder that is not empty"
+    assert history["ingest-unknown-feed"].code == 2
+    silver, gold = history["build-silver"].data, history["build-gold"].data
+    assert silver["run_id"].startswith("silver-")
+    assert gold["run_id"].startswith("gold-")
+    assert gold["events"] > 0
+    lineage = history["lineage-gold"].data
+    assert lineage["run_id"] == gold["run_id"], "the ledger names the build that produced Gold"
+    assert history["lineage-unknown-version"].code == 1
+
+
+def test_the_correction_is_refused_held_then_published_and_rolled_back_through_the_cli(
+    history: History,
+) -> None:
+    dry, replayed = history["dry-run"].data, history["replay"].data
+    assert dry["affected_entity_count"] > 0
+    assert replayed["status"] == "awaiting_approval"
+    run_id = replayed["run_id"]
+    assert codes(history, "publish-unapproved", "approve-stranger", "publish-held") == {
+        "publish-unapproved": 2,
+        "approve-stranger": 2,
+        "publish-held": 5,
+    }
+    assert history["approve"].data["decision"] == "approved"
+    assert history["ack"].data["recorded"] is True
+    published = history["publish"].data
+    assert (published["run_id"], published["status"]) == (run_id, "published")
+    assert history["lineage-published"].data["run_id"] == run_id, "the published version is the replay's"
+    kinds = {e["kind"] for e in history["ledger-show"].data["entries"]}
+    assert {"approval", "publication"} <= kinds, kinds
+    back = history["rollback"].data
+    assert back["run_id"] == run_id
+    assert back["to_version"] != back["from_version"]
+    assert history["reindex"].data["status"] == "current", "the rollback rebuilt the index itself"
+
+
+def test_asof_answers_by_both_routes_with_both_readers_and_refuses_a_naive_time(history: History) -> None:
+    assert history["publish"].code == 0
+    spark, python = history["asof-spark"].data, history["asof-pyiceberg"].data
+    assert spark["routes_agree"] is True
+    assert python["routes_agree"] is True
+    assert spark["rows"]
+    assert [{k: v for k, v in r.items() if k != "since"} for r in spark["rows"]] == [
+        {k: v for k, v in r.items() if k != "since"} for r in python["rows"]
+    ]
+    assert history["asof-naive-time"].code == 2
+    now = history["asof-now"].data
+    assert now["routes_agree"] is True
+    assert [r["correlation_id"] for r in now["rows"]] == [r["correlation_id"] for r in spark["rows"]], (
+        "nothing was published between the publication and now"
+    )
+
+
+def test_tampering_is_caught_with_its_exit_codes(history: History) -> None:
+    assert history["ledger-verify"].data["ok"] is True
+    disagree = history["asof-tampered-process"]
+    assert disagree.code == 7, disagree.stderr[-2000:]
+    assert disagree.data["routes_agree"] is False
+    tampered = history["ledger-verify-tampered"]
+    assert tampered.code == 4
+    assert tampered.data["ok"] is False
+    assert tampered.data["first_broken_seq"] == 3
+
+
+def test_engines_usage_and_submit_args_through_the_cli(history: History) -> None:
+    listed = {e["engine"]: e["code"] for e in history["engines-list"].data["engines"]}
+    assert set(listed.values()) == {"ok"}
+    declared = history["engines-declare"].data
+    assert declared["engine"]["name"] == "correlation"
+    assert history["engines-declare-incomplete"].code == 2
+    assert history["reindex-zero-buckets"].code == 2
+    assert "--packages" in history["submit-args"].data["args"]
+
+
+def test_a_missing_java_is_exit_3_in_a_real_process(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(Path(sys.executable).parent)  # python, no java
+    result = subprocess.run(
+        [sys.executable, "-m", "jobs", "tables", "--workdir", str(tmp_path), "--json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 3, result.stderr
+    assert json.loads(result.stderr.strip().splitlines()[-1])["exit_code"] == 3

@@ -1,0 +1,202 @@
+"""``lakehouse demo`` end to end, as a user runs it: the shipped mixed-format configuration
+(Delta Bronze and ops, Iceberg Silver and Gold), a real process, small sizes.
+
+What a user relies on: the command exits 0; every zone's tables exist and hold rows; the
+generator's ground truth is conserved (each delivered line is in Bronze, and each planted
+fault ends in Silver, quarantine or exceptions as the ground truth says); the ledger
+verifies; ``asof`` answers by both routes, and they agree, with both readers.
+
+The demo runs in the test session's work dir under its own instance, so this process's
+Spark session (whose Iceberg catalog is that work dir's) reads back what it wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakehouse.config import LakehouseConfig, TableFormat, load_config
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf" / "lakehouse.yaml"
+ENTITIES, MONTHS = 20, 2
+
+
+@dataclass(frozen=True)
+class Demo:
+    """One finished ``lakehouse demo`` run: its exit code, report and configuration."""
+
+    returncode: int
+    report: dict[str, Any]
+    stderr: str
+    config: LakehouseConfig
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def demo(spark_session: Any, lakehouse_config: LakehouseConfig) -> Iterator[Demo]:
+    instance = f"demo{uuid.uuid4().hex[:6]}"
+    workdir = lakehouse_config.workdir_path
+    env = {
+        **os.environ,
+        "LAKEHOUSE__INSTANCE": instance,
+        "LAKEHOUSE__SPARK__MASTER": "local[2]",
+        "LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS": "2",
+    }
+    command = [sys.executable, "-m", "jobs", "demo", "--conf", str(CONF), "--workdir", str(workdir)]
+    command += ["--entities", str(ENTITIES), "--months", str(MONTHS), "--json"]
+    done = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800, check=False
+    )
+    config = load_config(CONF, environ={"LAKEHOUSE__INSTANCE": instance}, overrides={"workdir": str(workdir)})
+    report = json.loads(done.stdout) if done.returncode == 0 else {}
+    yield Demo(done.returncode, report, done.stderr, config, env)
+    from lakehouse.tables import TableRegistry
+
+    for table in TableRegistry(spark_session, config):
+        if table.exists():
+            table.drop()
+
+
+def cli(env: dict[str, str], *args: str) -> tuple[int, str]:
+    """``lakehouse ARGS`` in this process (the Spark session is shared), under ``env``."""
+    from jobs.cli import main
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        for key in ("LAKEHOUSE__INSTANCE", "LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS"):
+            patch.setenv(key, env[key])
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = main(list(args))
+    return code, out.getvalue()
+
+
+def test_demo_exits_0_in_the_shipped_mixed_format_config(demo: Demo) -> None:
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    formats = {t["name"]: t["format"] for t in demo.report["tables"]}
+    assert formats["bronze.orders"] == formats["ops.ledger"] == TableFormat.DELTA.value
+    assert formats["silver.events"] == formats["gold.correlations"] == TableFormat.ICEBERG.value
+    restated = demo.report["chapters"]["restatement"]
+    assert "stopped" not in restated, restated
+    assert restated["rollback"]["run_id"] == restated["run_id"]
+
+
+def test_every_zone_table_exists_and_is_read_back(spark_session: Any, demo: Demo) -> None:
+    from lakehouse.tables import TableRegistry
+
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    registry = TableRegistry(spark_session, demo.config)
+    counts = {table.name: table.read().count() for table in registry}
+    reported = {t["name"]: t["rows"] for t in demo.report["tables"]}
+    assert counts == reported, "what the demo reported is what a reader finds"
+    for name in ("bronze.orders", "bronze.logins", "silver.events", "gold.correlations", "ops.ledger"):
+        assert counts[name] > 0, name
+
+
+def test_the_ground_truth_is_conserved_through_silver_quarantine_and_exceptions(
+    spark_session: Any, demo: Demo
+) -> None:
+    from lakehouse.tables import TableRegistry
+
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    truth = json.loads((demo.config.workdir_path / "history" / "_ground_truth.json").read_text())
+    assert truth["settings"]["entities"] == ENTITIES
+    registry = TableRegistry(spark_session, demo.config)
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        return [r.asDict() for r in registry.get(name).read().collect()]
+
+    silver, quarantine, exceptions = rows("silver.events"), rows("ops.quarantine"), rows("ops.exceptions")
+    for feed, expected in truth["counts"].items():
+        assert registry.get(f"bronze.{feed}").read().count() == expected["lines"], feed
+        fates = Counter(expected["fates"])
+        landed = sum(n for fate, n in fates.items() if fate.startswith("silver"))
+        assert sum(r["domain"] == feed for r in silver) == landed, feed
+        assert sum(r["domain"] == feed for r in exceptions) == fates["exceptions"], feed
+        reasons = Counter(r["reason"] for r in quarantine if r["feed"] == feed)
+        assert reasons == {
+            fate.split(":", 1)[1]: n for fate, n in fates.items() if fate.startswith("quarantine:")
+        }, feed
+
+    where = {(r["_source_file"], r["_line"]): r for r in silver}
+    quarantined = {(r["_source_file"], r["_line"]): r for r in quarantine}
+    held = {r["event_id"]: r for r in exceptions}
+    for fault in truth["faults"]:
+        at, fate = (fault["file"], fault["line"]), fault["expected_fate"]
+        if fate.startswith("quarantine:"):
+            assert quarantined[at]["reason"] == fate.split(":", 1)[1], fault
+        elif fate == "exceptions":
+            assert held[fault["event_id"]]["status"] == "awaiting_approval", fault
+        elif fate in ("duplicate", "corrected"):
+            assert at not in where, fault
+            assert at not in quarantined, fault
+            same = [r for r in silver if (r["domain"], r["event_id"]) == (fault["feed"], fault["event_id"])]
+            assert len(same) == 1, fault
+        elif fate == "silver:adjustment":
+            assert where[at]["lateness"] == "adjustment", fault
+        elif fate == "silver:reopen":
+            assert where[at]["lateness"] == "reopen", fault
+        else:
+            assert fate == "silver", fault
+            assert at in where, fault
+
+
+def test_the_ledger_verifies_and_asof_routes_agree_with_both_readers(demo: Demo) -> None:
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    workdir = str(demo.config.workdir_path)
+    code, out = cli(demo.env, "ledger", "verify", "--conf", str(CONF), "--workdir", workdir, "--json")
+    assert code == 0, out
+    assert json.loads(out)["ok"] is True
+
+    code, out = cli(
+        demo.env,
+        "ledger",
+        "show",
+        "--kind",
+        "publication",
+        "--conf",
+        str(CONF),
+        "--workdir",
+        workdir,
+        "--json",
+    )
+    assert code == 0, out
+    publications = [e["body"] for e in json.loads(out)["entries"]]
+    assert len(publications) == 2, "published, rolled back, published again"
+    at = publications[-1]["effective_at"]
+    answers = {}
+    for reader in ("spark", "pyiceberg"):
+        code, out = cli(
+            demo.env,
+            "asof",
+            "gold.correlations",
+            "--at",
+            at,
+            "--reader",
+            reader,
+            "--conf",
+            str(CONF),
+            "--workdir",
+            workdir,
+            "--json",
+        )
+        assert code == 0, out
+        answer = json.loads(out)
+        assert answer["routes_agree"] is True, (reader, answer.get("first_difference"))
+        assert answer["rows"], reader
+        answers[reader] = [{k: v for k, v in r.items() if k != "since"} for r in answer["rows"]]
+    assert answers["spark"] == answers["pyiceberg"]
