@@ -81,8 +81,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("benchmarks/out"))
     args = parser.parse_args(argv)
 
-    from workloads.gold.quality import medallion_gate as gate
     from ledger import SystemClock, open_ledger
+    from workloads.gold.quality import medallion_gate as gate
     from workloads.pipeline import run_gold, run_ingest, run_silver
     from workloads.synthetic.demo import create_zones
     from workloads.synthetic.generator import FEEDS, GeneratorSettings, generate, load_lateness_policy
