@@ -115,4 +115,3 @@ def test_production_code_never_imports_the_synthetic_generator() -> None:
             if any(workload_part(module) == "synthetic" for module in imported_modules(path)):
                 offenders.append(relative)
     assert not offenders, f"production modules import workloads.synthetic: {offenders}"
-
