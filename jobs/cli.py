@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "ack": "jobs.ack",
     "publish": "jobs.publish",
     "rollback": "jobs.rollback",
+    "exceptions": "jobs.exceptions",
     "engines": "jobs.engines",
     "asof": "jobs.asof",
     "reindex": "jobs.reindex",

@@ -39,8 +39,16 @@ from workloads.runs import (
 )
 from workloads.silver.adapters import ADAPTERS
 from workloads.silver.build import SilverReport, build_silver
+from workloads.silver.exceptions import (
+    Approval,
+    ExceptionDecision,
+    check_decision,
+    pending_exception,
+    record_decision,
+    utc_date,
+)
 from workloads.silver.lateness import LatenessRule
-from workloads.vocabulary import BRONZE_TABLES, TableName
+from workloads.vocabulary import BRONZE_TABLES, ExceptionStatus, TableName
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +145,101 @@ def run_silver(
                 run.counts[fate] = run.counts.get(fate, 0) + count
     log.info("recorded silver run %s: outputs %s", run_id, dict(run.outputs))
     return report
+
+
+def run_exception_decision(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    *,
+    exception_id: str,
+    decision: ExceptionStatus,
+    by: str,
+    reason: str | None = None,
+    policy: Mapping[str, LatenessRule],
+    gate: Gate | None = None,
+    engines_path: Path = DEFAULT_ENGINES,
+) -> ExceptionDecision:
+    """Approve or reject one held fact of ``ops.exceptions`` as a recorded run (purpose
+    ``exception``, the approver, decision and reason in its parameters).
+
+    An unknown or already decided exception is refused before anything is written. An
+    approval rebuilds Silver from the current Bronze under the declared entity resolution,
+    with the fact admitted as an adjustment accounted on the approval's date, and only
+    then marks the queue row approved: if the build fails (gate, conservation), the fact
+    is still awaiting approval. A rejection only marks the row, with its reason.
+    """
+    check_decision(decision, by, reason)
+    fact = pending_exception(registry, exception_id)
+    decided_at = clock.now()
+    run_id = new_run_id("exception", decided_at, exception_id)
+    approving = decision is ExceptionStatus.APPROVED
+    in_force = (
+        in_force_engines(
+            ledger,
+            [entity_resolution.NAME],
+            processing_date(decided_at),
+            engines_path,
+            input_schemas={entity_resolution.NAME: resolver_input_schemas(registry)},
+        )
+        if approving
+        else None
+    )
+    engines = in_force.identities if in_force is not None else ()
+    bronze = pin(registry, BRONZE_TABLES) if approving else {}
+    inputs = {**bronze, **pin(registry, [TableName.EXCEPTIONS])}
+    verb = "approve" if approving else "reject"
+    with recorded_run(
+        ledger,
+        run_id=run_id,
+        command=f"exceptions {verb} {exception_id}",
+        purpose="exception",
+        inputs=inputs,
+        engines=engines,
+        parameters={
+            "exception_id": exception_id,
+            "decision": decision,
+            "by": by,
+            "reason": reason,
+            **(in_force.parameters() if in_force is not None else {}),
+        },
+    ) as run:
+        silver: SilverReport | None = None
+        accounting_date = utc_date(decided_at) if approving else None
+        if accounting_date is not None and in_force is not None:
+            silver = build_silver(
+                registry,
+                run_id=run_id,
+                policy=policy,
+                inputs=bronze,
+                gate=gate,
+                approving=(Approval(fact.manifest_id, fact.source_file, fact.line, accounting_date),),
+                resolver_version=str(in_force.spec(entity_resolution.NAME).version),
+            )
+            run.outputs.update(_written(silver.outputs))
+            for fates in silver.fates.values():
+                for fate, count in fates.items():
+                    run.counts[fate] = run.counts.get(fate, 0) + count
+        version = record_decision(
+            registry, fact, decision=decision, by=by, at=decided_at, reason=reason, run_id=run_id
+        )
+        if version is not None:
+            run.outputs[TableName.EXCEPTIONS] = version
+        run.counts[str(decision)] = 1
+    log.info("recorded exception run %s: %s %s by %s", run_id, exception_id, decision, by)
+    return ExceptionDecision(
+        exception_id=exception_id,
+        event_id=fact.event_id,
+        domain=fact.domain,
+        period=fact.period,
+        decision=decision,
+        decided_by=by,
+        decided_at=decided_at,
+        reason=reason,
+        run_id=run_id,
+        accounting_date=accounting_date,
+        silver=silver,
+    )
 
 
 def run_gold(

@@ -85,9 +85,13 @@ _ACTION_LATENESS: Final[dict[ClosedPeriodAction, Lateness]] = {
 
 
 class ExceptionStatus(StrEnum):
-    """Where a held fact in ``ops.exceptions`` stands."""
+    """Where a held fact in ``ops.exceptions`` stands: waiting, or decided by a named person
+    (``lakehouse exceptions approve|reject``). An approved fact enters Silver as an
+    adjustment; a rejected one stays out, with its reason."""
 
     AWAITING_APPROVAL = "awaiting_approval"
+    APPROVED = "approved"
+    REJECTED = "rejected"
 
 
 class CorrelationStatus(StrEnum):

@@ -9,7 +9,8 @@ What :func:`build_silver` does, in this order:
    or give it a quarantine reason.
 3. **Decide every row's fate** and the lateness of each fact
    (:mod:`workloads.silver.lateness`): ``quarantine``, ``duplicate``, ``exceptions``
-   (held), ``corrected`` or ``silver``.
+   (held), ``corrected`` or ``silver``. Held facts approved in ``ops.exceptions``
+   (:mod:`workloads.silver.exceptions`) enter as adjustments instead of staying held.
 4. **Resolve entities** with the entity-resolution version in force (``resolver_version``,
    chosen by :func:`workloads.pipeline.run_silver` for the build's date) and shape the
    rows of each output table (:mod:`workloads.silver.routing`).
@@ -30,7 +31,9 @@ Rules of this module:
 * **Reruns.** Silver partitions are overwritten (partitions in range that no longer
   have rows are deleted), quarantine is overwritten per feed, and exceptions are only
   inserted for Bronze coordinates not yet queued (so an approval recorded there is never
-  reset). The same inputs give byte-identical Silver content (no run-specific column).
+  reset). Approved facts are admitted again on every build, on their approval date, so a
+  rebuild keeps them once. The same inputs and decisions give byte-identical Silver
+  content (no run-specific column).
 
 Spark actions: the fated frame is cached once; one aggregate job yields conservation,
 fates, partitions and restated periods; then the writes.
@@ -51,6 +54,7 @@ from workloads.engines import entity_resolution
 from workloads.silver.adapters import ADAPTERS, canonicalise
 from workloads.silver.columns import COORDINATES
 from workloads.silver.conservation import ManifestBalance, balance_manifests, check_conservation
+from workloads.silver.exceptions import Approval, approvals_in_queue
 from workloads.silver.lateness import assign_fates
 from workloads.silver.routing import exception_rows, quarantine_rows, silver_rows
 from workloads.vocabulary import Fate, Lateness, TableName
@@ -168,6 +172,7 @@ def build_silver(
     inputs: Mapping[str, int | None] | None = None,
     resolver_version: str = entity_resolution.VERSION,
     gate: Gate | None = None,
+    approving: Sequence[Approval] = (),
 ) -> SilverReport:
     """Build Silver from pinned Bronze; see the module docstring for every rule.
 
@@ -177,6 +182,8 @@ def build_silver(
     and its Silver partitions, quarantine and exceptions are left as they are.
     ``resolver_version`` picks the entity-resolution engine version. ``gate`` is called
     as ``gate(TableName.SILVER_EVENTS, rows)`` before anything is written.
+    ``approving`` admits held facts being approved by the calling run, besides those the
+    queue already records as approved.
     """
     scope = month_scope(since, until)
     resolve = entity_resolution.resolver_for(resolver_version)
@@ -198,7 +205,8 @@ def build_silver(
     union = canonical[0]
     for frame in canonical[1:]:
         union = union.unionByName(frame)
-    fated = assign_fates(union, policy).persist()
+    approvals = (*approvals_in_queue(registry), *approving)
+    fated = assign_fates(union, policy, approvals).persist()
     try:
         silver = silver_rows(fated, resolve).persist()
         try:

@@ -3,6 +3,12 @@
 Per manifest, Bronze rows = Silver rows + duplicates + corrected + quarantined + held.
 A mismatch raises :class:`~lakehouse.errors.ConservationError` before anything is
 written. Pure: counts in, balances out.
+
+``held`` counts the facts ``ops.exceptions`` still keeps out of Silver (awaiting approval
+or rejected). An approved exception is counted once, where its fact went: among Silver's
+rows (or ``corrected``, if a later revision of the event wins), no longer among the held;
+its queue row stays only as the record of the decision
+(:mod:`workloads.silver.exceptions`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ class ManifestBalance:
     corrected: int = 0
     quarantined: int = 0
     held: int = 0
+    """Facts kept out of Silver in ``ops.exceptions`` (awaiting approval or rejected)."""
     balanced: bool = field(init=False)
     """Every Bronze row found exactly once (derived from the counts)."""
 
@@ -77,6 +84,7 @@ def check_conservation(balances: Iterable[ManifestBalance]) -> None:
             raise ConservationError(
                 f"manifest {b.manifest_id} ({b.feed}): Bronze has {b.bronze} rows but Silver "
                 f"accounts for {b.accounted} (silver {b.silver} + duplicate {b.duplicate} + "
-                f"corrected {b.corrected} + quarantined {b.quarantined} + held {b.held}); "
+                f"corrected {b.corrected} + quarantined {b.quarantined} + held {b.held}, approved "
+                f"exceptions counted in silver or corrected); "
                 f"nothing was written, report this as a bug in the Silver build"
             )

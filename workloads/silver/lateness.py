@@ -11,6 +11,11 @@ to ``ops.exceptions`` with status ``awaiting_approval``, not into Silver, and do
 compete with the revisions already in Silver). ``accounting_date`` is the event date
 otherwise. Dates and months are UTC.
 
+**Approved exceptions.** A held fact that someone approved (``lakehouse exceptions
+approve``) is an adjustment from then on: ``lateness='adjustment'``, ``accounting_date`` =
+the approval's date, ``event_time`` unchanged. It then competes like any other fact.
+A rejected (or still waiting) one stays held.
+
 **Fates** (:func:`assign_fates`), per ``(domain, event_id)``: a row with a quarantine
 reason is ``quarantine``. Copies whose raw line is byte-identical are one fact; the
 earliest copy (ingest time, then manifest id, file, line) stands for it and the others
@@ -22,7 +27,7 @@ manifest id, file and line. The winner is ``silver``, the others are ``corrected
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -31,7 +36,8 @@ from pydantic import Field
 
 from lakehouse.errors import ConfigError
 from lakehouse.models import StrictModel, read_yaml_mapping, validate_file
-from workloads.silver.columns import case_when
+from workloads.silver.columns import COORDINATES, case_when
+from workloads.silver.exceptions import Approval
 from workloads.vocabulary import FEEDS, ClosedPeriodAction, Fate, Lateness
 
 if TYPE_CHECKING:
@@ -40,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_POLICY_PATH",
     "LatenessRule",
+    "admit_approved",
     "assign_fates",
     "check_policy",
     "classify_lateness",
@@ -150,16 +157,48 @@ def classify_lateness(events: DataFrame, policy: Mapping[str, LatenessRule]) -> 
     )
 
 
-def assign_fates(canonical: DataFrame, policy: Mapping[str, LatenessRule]) -> DataFrame:
+def admit_approved(timed: DataFrame, approvals: Sequence[Approval]) -> DataFrame:
+    """Held facts whose Bronze coordinates are among ``approvals`` become adjustments
+    accounted on the approval's date; every other row is unchanged.
+
+    A literal map from coordinates to approval date, not a join: the queue is small, and a
+    join above these projections makes Spark's constraint inference explode.
+    """
+    from pyspark.sql import functions as F
+
+    if not approvals:
+        return timed
+    dates = {(a.manifest_id, a.source_file, a.line): a.approved_on for a in approvals}
+    entries = [
+        part
+        for (manifest, file, line), on in sorted(dates.items())
+        for part in (F.lit(f"{manifest}|{file}|{line}"), F.lit(on))
+    ]
+    key = F.concat_ws("|", *(F.col(c).cast("string") for c in COORDINATES))
+    approved_on = F.element_at(F.create_map(*entries), key)
+    admitted = (F.col("lateness") == Lateness.HOLD) & approved_on.isNotNull()
+    return timed.withColumns(
+        {
+            "accounting_date": F.when(admitted, approved_on).otherwise(F.col("accounting_date")),
+            "lateness": F.when(admitted, F.lit(Lateness.ADJUSTMENT)).otherwise(F.col("lateness")),
+        }
+    )
+
+
+def assign_fates(
+    canonical: DataFrame, policy: Mapping[str, LatenessRule], approvals: Sequence[Approval] = ()
+) -> DataFrame:
     """Add ``_fate`` (see the module docstring for the rules) and the lateness columns.
 
-    ``_raw`` is kept only on quarantined rows (the only place it is written again), which
-    keeps the cached frame small.
+    ``approvals`` (see :func:`admit_approved`) names the held facts someone approved; they
+    enter as adjustments instead of staying ``exceptions``. ``_raw`` is kept only on
+    quarantined rows (the only place it is written again), which keeps the cached frame
+    small.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    timed = classify_lateness(canonical, policy).repartition("domain", "event_id")
+    timed = admit_approved(classify_lateness(canonical, policy), approvals).repartition("domain", "event_id")
     valid = F.col("_reason").isNull()
     # Quarantined rows have a null event_id: they share one window partition per domain
     # and take no part in the ranking below (their fate is decided first).

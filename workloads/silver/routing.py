@@ -3,22 +3,36 @@
 ``silver`` rows go to ``silver.events`` (entity-resolved, in the table's column order),
 ``quarantine`` rows to ``ops.quarantine`` (reason, detail, the raw line), ``exceptions``
 rows to ``ops.exceptions`` (held facts awaiting approval, their canonical record as
-JSON). Duplicates and corrected revisions are counted, never written. Pure:
+JSON, keyed by an ``exception_id`` derived from their Bronze coordinates, the decision
+columns empty). Duplicates and corrected revisions are counted, never written. Pure:
 DataFrame -> DataFrame.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from workloads.silver.columns import BUSINESS_COLUMNS, COORDINATES, SILVER_COLUMNS
 from workloads.vocabulary import ExceptionStatus, Fate
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
-__all__ = ["exception_rows", "quarantine_rows", "silver_rows"]
+__all__ = ["EXCEPTION_ID_PREFIX", "exception_id", "exception_rows", "quarantine_rows", "silver_rows"]
+
+EXCEPTION_ID_PREFIX: Final = "exc-"
+EXCEPTION_ID_HEX: Final = 16
+
+
+def exception_id() -> Column:
+    """The id users name a held fact by: ``exc-`` and 16 hex of the sha256 of its Bronze
+    coordinates (``manifest|file|line``). Deterministic, so a rebuild queues the same id,
+    and short enough to type; the coordinates stay in the row."""
+    from pyspark.sql import functions as F
+
+    key = F.concat_ws("|", *(F.col(c).cast("string") for c in COORDINATES))
+    return F.concat(F.lit(EXCEPTION_ID_PREFIX), F.substring(F.sha2(key, 256), 1, EXCEPTION_ID_HEX))
 
 
 def silver_rows(fated: DataFrame, resolve: Callable[[DataFrame], DataFrame]) -> DataFrame:
@@ -59,7 +73,8 @@ def quarantine_rows(fated: DataFrame, run_id: str) -> DataFrame:
 
 
 def exception_rows(fated: DataFrame, run_id: str) -> DataFrame:
-    """Rows for ``ops.exceptions``: held facts with their canonical record as JSON."""
+    """Rows for ``ops.exceptions``: held facts awaiting approval, with their id and their
+    canonical record as JSON; nobody has decided on them yet."""
     from pyspark.sql import functions as F
 
     record = F.to_json(
@@ -82,6 +97,7 @@ def exception_rows(fated: DataFrame, run_id: str) -> DataFrame:
         F.lit("; closed_period_action=hold"),
     )
     return fated.where(F.col("_fate") == Fate.EXCEPTIONS).select(
+        exception_id().alias("exception_id"),
         "event_id",
         "domain",
         "event_time",
@@ -92,4 +108,8 @@ def exception_rows(fated: DataFrame, run_id: str) -> DataFrame:
         record.alias("record"),
         *COORDINATES,
         F.lit(run_id).alias("run_id"),
+        F.lit(None).cast("string").alias("decided_by"),
+        F.lit(None).cast("timestamp").alias("decided_at"),
+        F.lit(None).cast("string").alias("decision_reason"),
+        F.lit(None).cast("string").alias("decision_run_id"),
     )

@@ -1,0 +1,149 @@
+"""``lakehouse exceptions list|approve|reject``: the queue of held facts in ``ops.exceptions``.
+
+* ``list [--status S]``: the queue (or one status), a table for people, the rows with
+  ``--json``;
+* ``approve EXCEPTION_ID --by NAME [--reason TEXT]``: the fact enters Silver as an
+  adjustment accounted on today's (UTC) date, in a recorded run that names the approver;
+* ``reject EXCEPTION_ID --by NAME --reason TEXT``: the fact stays out of Silver, with the
+  reason on its row.
+
+A missing id, approver or rejection reason is refused before Spark starts; an unknown or
+already decided exception is refused before anything is written (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jobs.common import Context, Outcome, TableView
+from lakehouse.errors import UsageError
+from workloads.vocabulary import ExceptionStatus
+
+if TYPE_CHECKING:
+    from workloads.silver.exceptions import ExceptionDecision, HeldFact
+
+NAME = "exceptions"
+HELP = "list the held late facts in ops.exceptions, or approve (into Silver as an adjustment) or reject one"
+ACTIONS = ("list", "approve", "reject")
+COLUMNS = (
+    "exception_id",
+    "domain",
+    "event_id",
+    "period",
+    "status",
+    "event_time",
+    "decided_by",
+    "decided_at",
+    "decision_reason",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=ACTIONS)
+    parser.add_argument(
+        "exception_id", nargs="?", metavar="EXCEPTION_ID", help="approve, reject: the id (exc-...) from list"
+    )
+    parser.add_argument(
+        "--status", choices=[str(s) for s in ExceptionStatus], help="list: only exceptions with this status"
+    )
+    parser.add_argument("--by", help="approve, reject: who decides (recorded)")
+    parser.add_argument("--reason", help="why (required to reject; recorded on the exception's row)")
+    parser.add_argument("--policies", type=Path, default=Path("conf/policies.yaml"), help="lateness policy")
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse what can be refused without Spark: one line naming the argument."""
+    from workloads.silver.exceptions import check_decision
+
+    if args.action == "list":
+        if args.exception_id is not None or args.by is not None or args.reason is not None:
+            raise UsageError("exceptions list takes only --status (EXCEPTION_ID, --by and --reason decide)")
+        return
+    if args.status is not None:
+        raise UsageError(f"--status: only for exceptions list, not {args.action}")
+    if not args.exception_id:
+        raise UsageError(f"EXCEPTION_ID: exceptions {args.action} needs the id of one exception (exc-...)")
+    if args.by is None:
+        raise UsageError(f"--by: exceptions {args.action} needs the name of who decides")
+    decision = ExceptionStatus.APPROVED if args.action == "approve" else ExceptionStatus.REJECTED
+    check_decision(decision, args.by, args.reason)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    check_arguments(args)
+    if args.action == "list":
+        return _list(args, ctx)
+    return _decide(args, ctx)
+
+
+def queue_row(fact: HeldFact) -> dict[str, object]:
+    """The columns the queue's table shows for one held fact."""
+    return {
+        "exception_id": fact.exception_id,
+        "domain": fact.domain,
+        "event_id": fact.event_id,
+        "period": fact.period,
+        "status": fact.status,
+        "event_time": fact.event_time.isoformat(),
+        "decided_by": fact.decided_by,
+        "decided_at": fact.decided_at.isoformat() if fact.decided_at else None,
+        "decision_reason": fact.decision_reason,
+    }
+
+
+def decision_line(result: ExceptionDecision) -> str:
+    """One human line for a decision."""
+    text = (
+        f"{result.decision}: {result.exception_id} ({result.domain} {result.event_id}, period "
+        f"{result.period}) by {result.decided_by} at {result.decided_at.isoformat()} in run {result.run_id}"
+    )
+    if result.accounting_date is not None:
+        text += f"; in Silver as an adjustment accounted on {result.accounting_date.isoformat()}"
+    if result.reason:
+        text += f"; reason: {result.reason}"
+    return text
+
+
+def _list(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from workloads.silver.exceptions import list_exceptions
+
+    status = ExceptionStatus(args.status) if args.status else None
+    facts = list_exceptions(ctx.registry, status)
+    title = f"ops.exceptions ({status or 'every status'}): {len(facts)}"
+    rows = [queue_row(f) for f in facts]
+    return Outcome(data=facts, lines=[TableView(rows=rows, columns=COLUMNS, title=title)])
+
+
+def _decide(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from workloads.gold.quality import medallion_gate as gate
+    from workloads.pipeline import run_exception_decision
+    from workloads.silver.lateness import load_lateness_policy
+
+    decision = ExceptionStatus.APPROVED if args.action == "approve" else ExceptionStatus.REJECTED
+    policy = load_lateness_policy(args.policies)
+    if decision is ExceptionStatus.APPROVED:
+        ctx.progress(f"approving {args.exception_id}: rebuilding Silver with the fact admitted")
+    result = run_exception_decision(
+        ctx.registry,
+        ctx.ledger,
+        ctx.clock,
+        exception_id=args.exception_id,
+        decision=decision,
+        by=args.by,
+        reason=args.reason,
+        policy=policy,
+        gate=gate,
+    )
+    return Outcome(data=result, lines=[decision_line(result)])
+
+
+if __name__ == "__main__":
+    from jobs.cli import run_as_script
+
+    raise SystemExit(run_as_script(NAME))
