@@ -84,13 +84,13 @@ BASELINES_SUITE: Final = Suite(
 
 CORRELATIONS_SUITE: Final = Suite(
     table=TableName.CORRELATIONS,
-    identity=("correlation_id", "engine"),
+    identity=("correlation_id", "run_id"),
     checks=(
         not_null("correlation_id"),
-        # The id is derived from (type, pair, valid_from), not from the engine: the store
-        # keeps one row per id *and engine* (merge key), so two engine versions' rows of
-        # the same pair are legitimate. Within one engine it is unique.
-        unique("correlation_id", "engine"),
+        # A row version is identified by its id and the run that wrote it (the merge key):
+        # a rebuilt or restated correlation keeps its old version beside the new one (one
+        # superseded, one current), so an id alone is not unique; id and run are.
+        unique("correlation_id", "run_id"),
         strictly_between("confidence", 0, 1),
         less_than("entity_a", "entity_b"),
         in_set("status", CORRELATION_STATUSES),
