@@ -108,7 +108,7 @@ def unmeasured(note: str) -> QualityReport:
 def _version(
     evidence: VersionEvidence, truth: LabelledTruth, observed_persons: set[str], person_of: Mapping[str, str]
 ) -> VersionQuality:
-    entity_of = dominant_entity((i.strip(), e, n) for i, e, n in evidence.identity_events)
+    entity_of = dominant_entity(evidence.identity_events)
     true_pairs = group_pairs(truth.groups.values(), among=observed_persons)
     return VersionQuality(
         engine=evidence.engine,
@@ -148,4 +148,4 @@ def compare_versions(
 
 
 def _identities(rows: Iterable[tuple[str, str, int]]) -> set[str]:
-    return {i.strip() for i, _, _ in rows if i.strip()}
+    return {i for i, _, _ in rows}

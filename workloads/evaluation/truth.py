@@ -13,9 +13,10 @@ hand-labelled sample of a real feed can be one too:
       "households": {"<household id>": ["<person id>", "..."]}
     }
 
-* ``identities`` (required, non-empty): every labelled identity and its true person.
-  Identities are compared without surrounding whitespace (a feed's padding is not part
-  of the identity); two spellings that are equal after stripping must name one person.
+* ``identities`` (required, non-empty): every labelled identity, spelt exactly as the
+  feed delivers it (case, dots, ``+tags`` and padding included: telling that two spellings
+  are one person is the resolver's job, so the truth labels each spelling), and its true
+  person.
 * ``rings``, ``households`` (optional): groups of persons that really share assets
   (fraud rings share cards and devices, households a device). Every pair of persons in
   one group is a true shared-asset pair.
@@ -69,13 +70,13 @@ class LabelledTruth:
     digest: str
     """sha256 of the file's bytes: which labels a recorded figure was measured against."""
     person_of: Mapping[str, str]
-    """Identity (stripped) -> true person."""
+    """Identity (as spelt in the feed) -> true person."""
     groups: Mapping[str, tuple[str, ...]]
     """``rings/<id>`` and ``households/<id>`` -> their persons."""
 
     def person(self, identity: str) -> str | None:
-        """The true person of an identity as spelt in a feed (surrounding whitespace ignored)."""
-        return self.person_of.get(identity.strip())
+        """The true person of an identity as spelt in a feed."""
+        return self.person_of.get(identity)
 
 
 def load_truth(path: Path) -> LabelledTruth:
@@ -95,14 +96,9 @@ def load_truth(path: Path) -> LabelledTruth:
         raise ConfigError(describe_validation_error(path, exc)) from None
     person_of: dict[str, str] = {}
     for identity, person in sorted(document.identities.items()):
-        key = identity.strip()
-        if not key or not person:
+        if not identity.strip() or not person.strip():
             raise ConfigError(f"{path}: key 'identities.{identity}': identity and person must not be blank")
-        if person_of.setdefault(key, person) != person:
-            raise ConfigError(
-                f"{path}: key 'identities.{identity}': names person {person} but the same identity "
-                f"(without surrounding whitespace) names {person_of[key]}"
-            )
+        person_of[identity] = person
     groups = {
         f"{kind}/{group}": tuple(members)
         for kind, found in (("rings", document.rings), ("households", document.households))
