@@ -1,4 +1,6 @@
-"""``python -m benchmarks [pipeline|replay|asof] ARGS``: run one benchmark (``make bench`` runs them small).
+"""``python -m benchmarks [pipeline|replay|asof|quality] ARGS``: run one benchmark.
+
+``make bench`` runs the first three small; ``quality`` measures engine versions, not time.
 
 Each prints its figures and the ratio against a baseline run in the same process.
 """
@@ -12,6 +14,7 @@ BENCHMARKS = {
     "pipeline": "benchmarks.pipeline_throughput",
     "replay": "benchmarks.replay_cost",
     "asof": "benchmarks.asof_latency",
+    "quality": "benchmarks.er_quality",
 }
 
 args = sys.argv[1:]

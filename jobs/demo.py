@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 NAME = "demo"
 HELP = (
     "run the demo story on the embedded default: history -> Bronze -> Silver -> Gold, "
-    "then the ER v2 restatement (replay, approve, publish, rollback, re-publish)"
+    "then the ER v3 restatement (replay with both versions' quality, approve, publish, rollback, re-publish)"
 )
 
 
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entities", type=int, default=200, help="persons in the generated history")
     parser.add_argument("--months", type=int, default=6, help="months of generated history")
     parser.add_argument(
-        "--no-restate", action="store_true", help="stop after Gold (skip the ER v2 restatement)"
+        "--no-restate", action="store_true", help="stop after Gold (skip the ER v3 restatement)"
     )
 
 

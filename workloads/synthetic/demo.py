@@ -38,7 +38,7 @@ class DemoSettings:
     months: int = 6
     seed: int = 7
     restate: bool = True
-    """Continue with the ER v2 restatement (replay, approve, publish, rollback, re-publish)."""
+    """Continue with the ER v3 restatement (replay, approve, publish, rollback, re-publish)."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,9 @@ class StoppedRestatement:
 
 @dataclass(frozen=True)
 class Restatement:
-    """The ER v2 restatement: dry run, replay, approval, publication, rollback, re-publication."""
+    """The ER v3 restatement: dry run, replay (with both versions' quality against the
+    history's labelled truth in ``replay.quality``), approval, publication, rollback,
+    re-publication."""
 
     plan: str
     run_id: str
@@ -199,7 +201,9 @@ def medallion(
     )
 
 
-DEMO_PLAN = Path("conf/plans/er-v2-recorrelation.yaml")
+DEMO_PLAN = Path("conf/plans/er-v3-recorrelation.yaml")
+"""ER v1 -> v3: measured against the history's labelled truth, v3 (v2's email rules without
+its card rule) improves entity resolution and correlations alike; v2 merged ring members."""
 DEMO_ENGINES = Path("conf/engines.yaml")
 
 
@@ -240,7 +244,7 @@ def restatement(
     plan_path: Path = DEMO_PLAN,
     engines_path: Path = DEMO_ENGINES,
 ) -> Restatement | StoppedRestatement:
-    """Declare ER v2 -> dry run -> replay -> approve -> ack -> publish -> rollback -> re-publish.
+    """Declare ER v3 -> dry run -> replay -> approve -> ack -> publish -> rollback -> re-publish.
 
     If the plan's engine change was already published (a second demo run), the chapter
     shows that publication instead of restating again.
