@@ -266,6 +266,9 @@ def record_decision(
         .withColumn("decision_reason", F.lit(reason).cast("string"))
         .withColumn("decision_run_id", F.lit(run_id))
     )
+    # The one decided row is materialised: an Iceberg MERGE whose source still reads its own
+    # target fails to plan on Spark 4.1 ("No plan for TableReference").
+    decided = decided.sparkSession.createDataFrame(decided.collect(), decided.schema)
     table.merge(decided, ["exception_id"], run_id=run_id)
     log.info("exception %s %s by %s in run %s", fact.exception_id, decision, by, run_id)
     return table.current_version()
