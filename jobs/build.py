@@ -22,14 +22,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until", type=date.fromisoformat, help="silver: event date to stop before")
     parser.add_argument("--full", action="store_true", help="gold: recompute everything, not only changes")
     parser.add_argument("--policies", type=Path, default=Path("conf/policies.yaml"), help="lateness policy")
+    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    parser.add_argument(
+        "--engine",
+        dest="pins",
+        action="append",
+        type=engine_pin,
+        default=[],
+        metavar="NAME@VERSION",
+        help="run this declared version instead of the one in force (repeatable; recorded with the "
+        "rule's own choice), e.g. entity_resolution@1 to start a fresh lakehouse under v1",
+    )
+
+
+def engine_pin(text: str) -> tuple[str, int]:
+    """``name@version`` -> (name, version); argparse turns the error into exit 2."""
+    name, sep, version = text.partition("@")
+    if not (name and sep and version.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected NAME@VERSION (e.g. entity_resolution@1), got {text!r}")
+    return name, int(version)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_gold, render_silver
+    from ledger.engines import load_engines
     from workloads.gold.quality import medallion_gate as gate
     from workloads.pipeline import run_gold, run_silver
     from workloads.silver.lateness import load_lateness_policy
 
+    catalog = load_engines(args.engines)  # a bad file or pin: exit 2, before Spark
+    pinned = {name: catalog.resolve(name, version).version for name, version in args.pins}
     if args.zone == "silver":
         ctx.progress("building Silver from pinned Bronze")
         silver = run_silver(
@@ -40,10 +62,20 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             since=args.since,
             until=args.until,
             gate=gate,
+            engines_path=args.engines,
+            pinned=pinned,
         )
         return Outcome(data=silver, lines=render_silver(silver))
     ctx.progress("building Gold from pinned Silver")
-    gold = run_gold(ctx.registry, ctx.ledger, ctx.clock, full=args.full, gate=gate)
+    gold = run_gold(
+        ctx.registry,
+        ctx.ledger,
+        ctx.clock,
+        full=args.full,
+        gate=gate,
+        engines_path=args.engines,
+        pinned=pinned,
+    )
     return Outcome(data=gold, lines=render_gold(gold))
 
 

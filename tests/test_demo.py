@@ -47,14 +47,6 @@ class Demo:
     env: dict[str, str]
 
 
-KNOWN_IN_FORCE_REGRESSION = (
-    "known regression (found at the end of session 4): on a fresh lakehouse the forward Gold build "
-    "runs the latest effective resolver (entity_resolution@3, in force since 2026-11-15, no earlier "
-    "output to restate), so the shipped er-v2 plan (1 -> 2) restates rows v1 never made and asof "
-    "finds no current rows; fix: build the demo history at its own dates or plan from the version in force"
-)
-
-
 @pytest.fixture(scope="module")
 def demo(spark_session: Any, lakehouse_config: LakehouseConfig) -> Iterator[Demo]:
     instance = f"demo{uuid.uuid4().hex[:6]}"
@@ -163,7 +155,6 @@ def test_the_ground_truth_is_conserved_through_silver_quarantine_and_exceptions(
             assert at in where, fault
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_IN_FORCE_REGRESSION)
 def test_the_ledger_verifies_and_asof_routes_agree_with_both_readers(demo: Demo) -> None:
     assert demo.returncode == 0, demo.stderr[-3000:]
     workdir = str(demo.config.workdir_path)

@@ -89,6 +89,7 @@ def run_silver(
     until: date | None = None,
     gate: Gate | None = None,
     engines_path: Path = DEFAULT_ENGINES,
+    pinned: Mapping[str, int] | None = None,
 ) -> SilverReport:
     """Build Silver from pinned Bronze as a recorded run, resolving entities with the version
     of entity resolution in force at the build's processing date (the clock's UTC date; see
@@ -96,6 +97,7 @@ def run_silver(
 
     The first build under a resolver other than the previous Silver build's rebuilds every
     month, whatever ``since``/``until`` say: entities are decided by one version everywhere.
+    ``pinned`` (``{"entity_resolution": 1}``) is an operator's choice instead of the rule.
     """
     started = clock.now()
     in_force = in_force_engines(
@@ -104,6 +106,7 @@ def run_silver(
         processing_date(started),
         engines_path,
         input_schemas={entity_resolution.NAME: resolver_input_schemas(registry)},
+        pinned=pinned,
     )
     resolver = in_force.spec(entity_resolution.NAME)
     previous = _last_silver_resolver(ledger)
@@ -250,6 +253,7 @@ def run_gold(
     full: bool = False,
     gate: Gate | None = None,
     engines_path: Path = DEFAULT_ENGINES,
+    pinned: Mapping[str, int] | None = None,
 ) -> GoldReport:
     """Build Gold (features, W1 baselines, correlations) as a recorded run, with the engines
     in force at the build's processing date (``entity_daily``, ``baselines``, ``correlation``;
@@ -268,6 +272,7 @@ def run_gold(
             BASELINES: {TableName.ENTITY_DAILY.value: schema_version(registry, TableName.ENTITY_DAILY)},
             correlation.NAME: silver_schema,
         },
+        pinned=pinned,
     )
     _check_gold_code(in_force.spec(ENTITY_DAILY), in_force.spec(BASELINES))
     producer = _producer(in_force.spec(correlation.NAME))

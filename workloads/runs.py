@@ -86,15 +86,17 @@ def in_force_engines(
     engines_path: Path = DEFAULT_ENGINES,
     *,
     input_schemas: Mapping[str, Mapping[str, str]] | None = None,
+    pinned: Mapping[str, int] | None = None,
 ) -> EnginesInForce:
     """The version of each engine in force at ``at`` (conf file + ledger), verified against its code.
 
     A version whose code changed without a new version is refused
     (:class:`~lakehouse.errors.EngineFingerprintError`) before anything is read or written.
-    ``input_schemas`` (engine name -> table -> schema version) completes each identity.
+    ``input_schemas`` (engine name -> table -> schema version) completes each identity;
+    ``pinned`` (engine name -> version) is the operator's choice instead of the rule.
     """
     catalog = load_engines(engines_path)
-    chosen = engines_in_force(catalog, ledger.reader.entries(), names, at)
+    chosen = engines_in_force(catalog, ledger.reader.entries(), names, at, pinned=pinned)
     schemas = input_schemas or {}
     identities = tuple(
         verify_fingerprint(decision.spec).model_copy(update={"input_schemas": dict(schemas.get(name, {}))})

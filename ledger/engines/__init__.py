@@ -32,7 +32,14 @@ from ledger.engines.fingerprint import (
     source_file,
     verify_fingerprint,
 )
-from ledger.engines.in_force import EngineHistory, InForce, decide_in_force, engine_history, engines_in_force
+from ledger.engines.in_force import (
+    EngineHistory,
+    InForce,
+    decide_in_force,
+    engine_history,
+    engines_in_force,
+    pinned_in_force,
+)
 
 __all__ = [
     "DEFAULT_ENGINES_PATH",
@@ -52,6 +59,7 @@ __all__ = [
     "fingerprint",
     "fingerprint_source",
     "load_engines",
+    "pinned_in_force",
     "source_file",
     "verify_fingerprint",
 ]

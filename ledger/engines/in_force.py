@@ -14,6 +14,10 @@ output (a recorded run that used it finished ``ok`` with outputs, or published).
   It waits for the ``er-v2-recorrelation`` replay to be published; the next build after
   that publication resolves with v2. A publication that was rolled back does not count.
 
+An operator may pin a version instead (``lakehouse build --engine entity_resolution@1``),
+e.g. to start a fresh lakehouse under the version its history was decided by; the
+next builds then follow the rule from there (:func:`pinned_in_force`).
+
 Declared versions must match what the ledger recorded when they were declared
 (``engine_declared``: identity and effective date); a version edited after its
 declaration is refused.
@@ -33,7 +37,14 @@ from lakehouse.errors import ConfigError, UnknownEngineError
 from ledger.engines.catalog import EngineCatalog, EngineSpec
 from ledger.entries import EngineDeclared, LedgerEntryBase, Publication, Rollback, RunFinished, RunStarted
 
-__all__ = ["EngineHistory", "InForce", "decide_in_force", "engine_history", "engines_in_force"]
+__all__ = [
+    "EngineHistory",
+    "InForce",
+    "decide_in_force",
+    "engine_history",
+    "engines_in_force",
+    "pinned_in_force",
+]
 
 log = logging.getLogger(__name__)
 
@@ -167,16 +178,59 @@ def _check_declarations(catalog: EngineCatalog, entries: Sequence[LedgerEntryBas
             )
 
 
+def pinned_in_force(spec: EngineSpec, rule: InForce, history: EngineHistory) -> InForce:
+    """An operator's pin (``lakehouse build --engine name@version``) instead of the rule; pure.
+
+    A pin chooses the version a build runs, typically on a fresh lakehouse that starts
+    under an older version than the latest effective one (the rule alone would pick the
+    latest). The rule's own choice is kept in the reason. A pin is refused when it would
+    mix versions: below a version whose restatement is published, or not yet effective.
+    """
+    if spec.effective_from > rule.at:
+        raise UnknownEngineError(
+            f"cannot pin {spec.ref}: it takes effect {spec.effective_from}, after the build's date {rule.at}"
+        )
+    newer = sorted(v for v in history.published if v > spec.version)
+    if newer:
+        run = history.published[newer[-1]]
+        raise UnknownEngineError(
+            f"cannot pin {spec.ref}: the restatement under {spec.name}@{newer[-1]} is published (run "
+            f"{run}), so new rows under {spec.ref} would sit beside it; roll that publication back first"
+        )
+    if spec.version == rule.spec.version:
+        return rule
+    reason = f"pinned by the operator; the rule alone would choose {rule.ref} ({rule.reason})"
+    return InForce(spec, rule.at, reason)
+
+
 def engines_in_force(
-    catalog: EngineCatalog, entries: Sequence[LedgerEntryBase], names: Sequence[str], at: date
+    catalog: EngineCatalog,
+    entries: Sequence[LedgerEntryBase],
+    names: Sequence[str],
+    at: date,
+    *,
+    pinned: Mapping[str, int] | None = None,
 ) -> dict[str, InForce]:
-    """The version in force at ``at`` of each engine in ``names`` (ledger ``entries`` in order)."""
+    """The version in force at ``at`` of each engine in ``names`` (ledger ``entries`` in order).
+
+    ``pinned`` (engine name -> version) overrides the rule for those engines
+    (:func:`pinned_in_force`); a pin naming an engine the build does not run is refused.
+    """
+    pins = dict(pinned or {})
+    unused = sorted(set(pins) - set(names))
+    if unused:
+        raise UnknownEngineError(
+            f"--engine {unused[0]}@{pins[unused[0]]}: this build runs {', '.join(names)}, not {unused[0]}"
+        )
     _check_declarations(catalog, entries)
     history = engine_history(entries)
     chosen: dict[str, InForce] = {}
     for name in names:
         catalog.resolve(name)  # a clear error for an undeclared engine
-        decision = decide_in_force(catalog.versions(name), at, history.get(name, EngineHistory()))
+        past = history.get(name, EngineHistory())
+        decision = decide_in_force(catalog.versions(name), at, past)
+        if name in pins:
+            decision = pinned_in_force(catalog.resolve(name, pins[name]), decision, past)
         log.info("engine in force at %s: %s (%s)", at, decision.ref, decision.reason)
         chosen[name] = decision
     return chosen

@@ -91,14 +91,6 @@ class Runner:
         return step
 
 
-KNOWN_IN_FORCE_REGRESSION = (
-    "known regression (found at the end of session 4): on a fresh lakehouse the forward Gold build "
-    "runs the latest effective resolver (entity_resolution@3, in force since 2026-11-15, no earlier "
-    "output to restate), so the shipped er-v2 plan (1 -> 2) restates rows v1 never made and asof "
-    "finds no current rows; fix: build the demo history at its own dates or plan from the version in force"
-)
-
-
 def history_step(run: Runner, name: str) -> Step:
     return run.steps[name]
 
@@ -136,7 +128,13 @@ def history(
         run(f"ingest-{feed}", "ingest", "--feed", feed, "--source", str(deliveries))
     run("ingest-orders-again", "ingest", "--feed", "orders", "--source", str(deliveries))
     run("ingest-unknown-feed", "ingest", "--feed", "nope", "--source", str(deliveries))
-    run("build-silver", "build", "silver")
+    # the history was decided by ER v1 (what the shipped er-v2 plan restates): a fresh
+    # lakehouse would otherwise start under the latest effective resolver
+    run("build-silver-unknown-pin", "build", "silver", "--engine", "entity_resolution@9")
+    run("build-silver-malformed-pin", "build", "silver", "--engine", "entity_resolution")
+    silver = run("build-silver", "build", "silver", "--engine", "entity_resolution@1")
+    if silver.code == 0:
+        run("ledger-show-silver", "ledger", "show", "--run", silver.data["run_id"])
     run("build-gold", "build", "gold")
     run("lineage-gold", "ledger", "lineage", "gold.correlations")
     run("lineage-unknown-version", "ledger", "lineage", "gold.correlations", "--version", "999999")
@@ -267,6 +265,17 @@ def test_generate_ingest_and_builds_report_what_they_wrote(history: History) -> 
     assert again["rows_written"] == 0, "a manifest already ingested is a no-op"
     assert history["generate-again"].code == 2, "generate refuses a folder that is not empty"
     assert history["ingest-unknown-feed"].code == 2
+    assert codes(history, "build-silver-unknown-pin", "build-silver-malformed-pin") == {
+        "build-silver-unknown-pin": 2,
+        "build-silver-malformed-pin": 2,
+    }
+    assert "entity_resolution@9 is not declared" in history["build-silver-unknown-pin"].stderr
+    (started,) = [e for e in history["ledger-show-silver"].data["entries"] if e["kind"] == "run_started"]
+    resolver = started["parameters"]["engines_in_force"]["entity_resolution"]
+    assert resolver["engine"] == "entity_resolution@1"
+    assert resolver["reason"].startswith(
+        "pinned by the operator; the rule alone would choose entity_resolution@3"
+    )
     silver, gold = history["build-silver"].data, history["build-gold"].data
     assert silver["run_id"].startswith("silver-")
     assert gold["run_id"].startswith("gold-")
@@ -301,7 +310,6 @@ def test_the_correction_is_refused_held_then_published_and_rolled_back_through_t
     assert history["reindex"].data["status"] == "current", "the rollback rebuilt the index itself"
 
 
-@pytest.mark.xfail(strict=True, reason=KNOWN_IN_FORCE_REGRESSION)
 def test_asof_answers_by_both_routes_with_both_readers_and_refuses_a_naive_time(history: History) -> None:
     assert history["publish"].code == 0
     spark, python = history["asof-spark"].data, history["asof-pyiceberg"].data

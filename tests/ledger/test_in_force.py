@@ -22,6 +22,7 @@ from ledger.engines import (
     engine_history,
     engines_in_force,
     load_engines,
+    pinned_in_force,
 )
 from ledger.entries import Publication, Rollback, RunFinished, RunStarted
 from ledger.identity import OutputWritten
@@ -69,6 +70,24 @@ def test_a_version_restating_history_waits_for_its_publication() -> None:
 
 def test_without_history_to_restate_the_latest_effective_version_decides() -> None:
     assert decide_in_force([V2, V1], AFTER, EngineHistory()).ref == "entity_resolution@2"
+
+
+def test_a_pin_starts_a_fresh_lakehouse_under_an_older_version_and_keeps_the_rules_choice() -> None:
+    rule = decide_in_force([V1, V2], AFTER, EngineHistory())
+    pinned = pinned_in_force(V1, rule, EngineHistory())
+    assert pinned.ref == "entity_resolution@1"
+    assert pinned.reason.startswith("pinned by the operator; the rule alone would choose entity_resolution@2")
+    assert pinned_in_force(V2, rule, EngineHistory()) == rule, "pinning the rule's choice changes nothing"
+
+
+def test_a_pin_that_would_mix_versions_or_is_not_effective_yet_is_refused() -> None:
+    published = EngineHistory(produced=frozenset({1, 2}), published={2: "replay-abc"})
+    rule = decide_in_force([V1, V2], AFTER, published)
+    with pytest.raises(UnknownEngineError, match=r"cannot pin entity_resolution@1: .*run replay-abc"):
+        pinned_in_force(V1, rule, published)
+    early = decide_in_force([V1, V2], BEFORE, EngineHistory())
+    with pytest.raises(UnknownEngineError, match=r"pin entity_resolution@2: it takes effect 2026-11-01"):
+        pinned_in_force(V2, early, EngineHistory())
 
 
 def test_an_unpublished_v3_falls_back_to_the_published_v2_not_to_v1() -> None:
@@ -146,6 +165,10 @@ def test_engines_in_force_reads_the_catalog_and_refuses_an_edited_declaration(tm
     )["entity_resolution"].ref == ("entity_resolution@2")
     with pytest.raises(UnknownEngineError, match="'scorer' is not declared"):
         engines_in_force(catalog, entries, ["scorer"], AFTER)
+    fresh = engines_in_force(catalog, [], ["entity_resolution"], AFTER, pinned={"entity_resolution": 1})
+    assert fresh["entity_resolution"].ref == "entity_resolution@1"
+    with pytest.raises(UnknownEngineError, match=r"correlation@1: this build runs entity_resolution"):
+        engines_in_force(catalog, [], ["entity_resolution"], AFTER, pinned={"correlation": 1})
 
     # the ledger recorded V2's declaration; the file now says another effective date
     edited = load_engines(

@@ -150,8 +150,12 @@ def medallion(
     settings: DemoSettings,
     progress: Progress,
     gate: Gate | None,
+    pinned: Mapping[str, int] | None = None,
 ) -> Medallion:
-    """generate -> ingest every feed -> Silver -> Gold; returns what to show."""
+    """generate -> ingest every feed -> Silver -> Gold; returns what to show.
+
+    ``pinned`` (engine name -> version) is passed to both builds (``--engine`` on the CLI).
+    """
     from pyspark.sql import functions as F
 
     from workloads.pipeline import run_gold, run_ingest, run_silver
@@ -169,9 +173,9 @@ def medallion(
     for feed in FEEDS:
         progress(f"ingesting {feed}")
         ingested[feed] = run_ingest(registry, ledger, clock, feed=feed, source=history)
-    progress("building Silver (canonicalise, quarantine, dedupe, lateness, entity resolution v1)")
-    silver = run_silver(registry, ledger, clock, policy=policy, gate=gate)
-    progress("building Gold (daily features, W1 baselines, correlations v1)")
+    progress("building Silver (canonicalise, quarantine, dedupe, lateness, entity resolution)")
+    silver = run_silver(registry, ledger, clock, policy=policy, gate=gate, pinned=pinned)
+    progress("building Gold (daily features, W1 baselines, correlations)")
     gold = run_gold(registry, ledger, clock, gate=gate)
 
     quarantine = registry.get("ops.quarantine").read()
@@ -205,6 +209,24 @@ DEMO_PLAN = Path("conf/plans/er-v3-recorrelation.yaml")
 """ER v1 -> v3: measured against the history's labelled truth, v3 (v2's email rules without
 its card rule) improves entity resolution and correlations alike; v2 merged ring members."""
 DEMO_ENGINES = Path("conf/engines.yaml")
+
+
+def starting_pins(ledger: Ledger, plan_path: Path = DEMO_PLAN) -> dict[str, int]:
+    """The story's starting point: a lakehouse whose history the plan's old version decided.
+
+    On a fresh lakehouse the in-force rule would resolve with the latest effective version
+    (there is no history to restate yet), leaving the plan nothing to restate; the demo
+    therefore starts under the plan's ``from`` version, as ``lakehouse build silver
+    --engine entity_resolution@1`` does. Once the engine has produced output (a second demo
+    run) the rule decides again: no pin.
+    """
+    from ledger.engines import engine_history
+    from workloads.replay.plan import load_plan
+
+    change = load_plan(plan_path).engine_change
+    if change.engine in engine_history(ledger.reader.entries()):
+        return {}
+    return {change.engine: int(change.from_version)}
 
 
 def _superseded_example(registry: TableRegistry, run_id: str) -> dict[str, Any] | None:
@@ -312,6 +334,7 @@ def run_demo(
 ) -> DemoReport:
     """The whole story, in order."""
     create_zones(registry, progress)
-    story = medallion(registry, ledger, clock, workdir / "history", settings, progress, gate)
+    pins = starting_pins(ledger)
+    story = medallion(registry, ledger, clock, workdir / "history", settings, progress, gate, pins)
     restated = restatement(registry, ledger, clock, progress) if settings.restate else None
     return DemoReport(tables=describe_tables(registry), chapters=Chapters(story, restated))
