@@ -118,7 +118,7 @@ def render_scope(scope: ReplayScope) -> list[str]:
     more = f" (+{hidden} more)" if hidden > 0 else ""
     return [
         f"replay {scope.run_id} of plan {scope.plan} ({scope.purpose}) on {scope.table}",
-        f"engine change: {scope.engine_change}; new rows labelled {scope.engine_label}",
+        f"engine change ({scope.change_kind}): {scope.engine_change}; new rows labelled {scope.engine_label}",
         f"pinned inputs: {', '.join(f'{k}@{v}' for k, v in sorted(scope.pins.items()))}",
         f"affected entities: {scope.affected_entity_count}: {shown}{more}",
         f"recomputed entities: {scope.recomputed_entity_count}",

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     truth = load_truth(args.truth) if args.truth is not None else None  # a bad file: exit 2, before Spark
     if args.dry_run:
         ctx.progress(f"scoping plan {plan.plan} (dry run: nothing is written)")
-        scope = plan_scope(ctx.registry, plan, engines=engines)
+        scope = plan_scope(ctx.registry, plan, engines=engines, clock=ctx.clock)
         return Outcome(data=scope, lines=render_scope(scope))
     ctx.progress(f"replaying plan {plan.plan} ({plan.purpose.value}): candidate, diff, reconciliation")
     outcome = run_replay(

@@ -126,6 +126,17 @@ class Verdict(StrEnum):
     ROLLBACK = "rollback"
 
 
+class ChangeKind(StrEnum):
+    """Where in the chain a replay's engine change sits (``workloads.replay.identity``)."""
+
+    RESOLVER = "resolver"
+    """Upstream of the answer's producer (entity resolution): the producer re-runs on the new
+    entities."""
+    PRODUCER = "producer"
+    """The engine that writes the answer table itself (correlation): it re-runs on the entities
+    of the resolver in force."""
+
+
 class QualityBasis(StrEnum):
     """What a version's quality report was measured against (``workloads.evaluation``)."""
 

@@ -1,7 +1,8 @@
 """The dry run: what a replay would change, computed from the pinned inputs without writing.
 
-:func:`analyse` resolves Silver twice (old and new engine version), finds the affected
-entities and those whose correlations must be recomputed (:mod:`workloads.replay.scope`),
+:func:`analyse` resolves Silver twice (old and new engine version of a resolver change;
+once, by the resolver in force, for a producer change), finds the affected entities and
+those whose correlations must be recomputed (:mod:`workloads.replay.scope`),
 runs the producer on exactly that scope and classifies the serving rows
 (:mod:`workloads.replay.candidate`). :func:`describe_scope` turns the analysis into the
 :class:`~workloads.replay.scope.ReplayScope` a user reads, and :func:`plan_scope` is
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.tables import TableSize
+from ledger.clock import Clock, SystemClock
 from ledger.engines import EngineCatalog
 from ledger.entries import Publication
 from ledger.reader import LedgerReader
@@ -68,13 +70,19 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
     silver = registry.get(TableName.SILVER_EVENTS).read(as_of=setup.pins[TableName.SILVER_EVENTS])
     silver = silver.where(sc.in_range(F.col("event_time"), setup.bounds))
     identity = silver.select(*sc.RESOLUTION_INPUT)
-    old = engine_function(engines.old)(identity)
-    new = engine_function(engines.new)(identity)
-    events = checkpoint(sc.pair_resolutions(silver, old, new))
-    affected = checkpoint(sc.affected_entities(events))
+    old_resolver, new_resolver = engines.resolutions
     max_entities = declared_int(engines.producer, "max_entities_per_asset")
-    flips = sc.crowding_flips(events, affected, max_entities)
-    recompute = checkpoint(sc.recomputed_entities(affected, flips))
+    if old_resolver == new_resolver:  # a producer change: the entities do not move
+        events = checkpoint(sc.same_resolution(silver, engine_function(new_resolver)(identity)))
+        affected = checkpoint(sc.every_entity(events))
+        recompute = affected.select("entity_id")
+    else:
+        old = engine_function(old_resolver)(identity)
+        new = engine_function(new_resolver)(identity)
+        events = checkpoint(sc.pair_resolutions(silver, old, new))
+        affected = checkpoint(sc.affected_entities(events))
+        flips = sc.crowding_flips(events, affected, max_entities)
+        recompute = checkpoint(sc.recomputed_entities(affected, flips))
     vanished = affected.where(F.col("old_side") & ~F.col("new_side")).select("entity_id")
     producer = engine_function(engines.producer)
     kwargs = engine_kwargs(producer, engines.producer.parameters)
@@ -239,17 +247,22 @@ def describe_scope(
             max_bytes_read=setup.plan.operations.max_bytes_read,
         ),
         inputs=accounting,
+        change_kind=setup.engines.kind.value,
     )
 
 
-def plan_scope(registry: TableRegistry, plan: CorrectionPlan, *, engines: EngineCatalog) -> sc.ReplayScope:
+def plan_scope(
+    registry: TableRegistry, plan: CorrectionPlan, *, engines: EngineCatalog, clock: Clock | None = None
+) -> sc.ReplayScope:
     """The dry run: the exact scope and cost of a replay; writes nothing, not even the ledger.
 
     Refuses (:class:`ReplayRefusedError`) when the estimated read exceeds the plan's cap,
     and (:class:`~lakehouse.errors.EngineFingerprintError`) when an engine's code changed
-    without a version bump.
+    without a version bump. ``clock`` gives the date a producer change takes the resolver in
+    force at (the machine's clock if not given). A dry run is allowed before the new
+    version takes effect: it decides nothing.
     """
-    setup = setup_replay(registry, plan, engines)
+    setup = setup_replay(registry, plan, engines, clock=clock or SystemClock())
     size = input_size(registry, setup)
     check_budget(plan, size)
     analysis = analyse(registry, setup, built_at=EPOCH)

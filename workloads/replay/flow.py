@@ -21,6 +21,12 @@ I/O and computes the exact scope, and writes nothing at all (not even the ledger
    the verdict), a ``comparison`` at ``compared`` (its candidate is dropped; it can never
    be published).
 
+A correction whose new version takes effect after the replay's date is refused before
+anything is recorded (:func:`~workloads.replay.setup.check_effective`); a comparison runs.
+The flow is the same whichever kind of engine the plan changes (a resolver upstream of the
+answer, or the answer's producer): :class:`~workloads.replay.identity.ReplayEngines` hands
+the analysis two resolutions and a producer, and nothing after it asks for the kind.
+
 Nothing is written to the live outbox: the notifications a publication would send are
 only listed (``notifications_planned``).
 
@@ -62,7 +68,7 @@ from workloads.replay.identity import run_candidates
 from workloads.replay.outcome import ReplayOutcome, decision_dict, outcome_from_state, planned_notifications
 from workloads.replay.plan import CorrectionPlan
 from workloads.replay.quality import locate_truth
-from workloads.replay.setup import Setup, check_budget, input_size, setup_replay
+from workloads.replay.setup import Setup, check_budget, check_effective, input_size, setup_replay
 from workloads.replay.state import (
     APPROVED,
     AWAITING_APPROVAL,
@@ -102,6 +108,7 @@ def _started_entry(setup: Setup) -> RunStarted:
             "plan_digest": plan.digest,
             "engine_label": setup.engines.label,
             "engine_change": setup.engines.change,
+            "change_kind": setup.engines.kind.value,
         },
         plan=plan.plan,
     )
@@ -126,7 +133,7 @@ def run_replay(
     deliveries is used, if any (:mod:`workloads.replay.quality`).
     """
     chosen = fail_point(fail_at)
-    setup = setup_replay(registry, plan, engines)
+    setup = setup_replay(registry, plan, engines, clock=clock)
     run_id = setup.run_id
     reader = LedgerReader.for_registry(registry)
     state = _existing(run_id, reader.by_run(run_id))
@@ -144,6 +151,7 @@ def run_replay(
     searched = locate_truth(registry, truth)
     ledger = open_ledger(registry, clock=clock)
     built_at = clock.now()
+    check_effective(setup, built_at.date())
     ledger.writer.append(_started_entry(setup))
     try:
         return _build_and_evaluate(

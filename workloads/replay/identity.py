@@ -1,11 +1,19 @@
 """Who a replay is: its verified engines, its pinned inputs, its run id and candidate names.
 
-* **Engines.** A plan names an engine change (``entity_resolution`` 1 -> 2) and the
-  downstream engines re-run on top of it (``correlation``). Every one of them is resolved
-  in ``conf/engines.yaml`` and its code fingerprint verified before anything runs, so a
-  change of code without a version bump is refused
-  (:class:`~lakehouse.errors.EngineFingerprintError`). The last downstream engine is the
-  *producer* of the answer table.
+* **Engines.** A plan names an engine change and the catalog says where in the chain it
+  sits (:func:`change_kind`, from what each version declares it ``produces``):
+
+  - a **resolver** change (``entity_resolution`` 1 -> 3) is upstream of the answer: the
+    plan's ``downstream`` engines re-run on top of it and the last one is the *producer*
+    of the answer table (``correlation``);
+  - a **producer** change (``correlation`` 1 -> 2) writes the answer table itself: both
+    versions run on the entities of the resolver *in force* at the replay's processing
+    date (:mod:`ledger.engines.in_force`; the plan names no downstream).
+
+  Every engine is resolved in ``conf/engines.yaml`` and its code fingerprint verified
+  before anything runs, so a change of code without a version bump is refused
+  (:class:`~lakehouse.errors.EngineFingerprintError`). Past this module, the flow asks
+  :class:`ReplayEngines` for the two resolutions and the producer and never for the kind.
 * **Run id.** ``"replay-" + digest(plan digest, pinned input versions, engine identity
   digests)[:16]``: the same plan against the same pins with the same engines is the same
   run, so its ledger entries deduplicate and a rerun resumes it instead of starting a
@@ -31,8 +39,10 @@ from lakehouse.digest import digest_of
 from lakehouse.errors import ReplayError, ReplayRefusedError, UsageError
 from lakehouse.tables import Candidate, Table
 from ledger.engines import EngineCatalog, EngineSpec, verify_fingerprint
+from ledger.engines.catalog import data_refs_meet
 from ledger.identity import EngineIdentity
-from workloads.vocabulary import TableName
+from workloads.gold.correlations import row_engine_label
+from workloads.vocabulary import ChangeKind, TableName
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -49,27 +59,49 @@ ENGINE_SEPARATOR: Final = ";"
 
 @dataclass(frozen=True)
 class ReplayEngines:
-    """The verified engines of a replay: the changed one (old and new) and its downstream."""
+    """The verified engines of a replay: the changed one (old and new) and the rest of its chain."""
 
     old: EngineSpec
     new: EngineSpec
     downstream: tuple[EngineSpec, ...]
     identities: tuple[EngineIdentity, ...]
-    """Verified identities of every engine involved (old, new, downstream), in that order."""
+    """Verified identities of every engine involved (old, new, then the downstream engines of
+    a resolver change or the resolver of a producer change), in that order."""
+    kind: ChangeKind = ChangeKind.RESOLVER
+    resolver: EngineSpec | None = None
+    """A producer change: the entity resolver in force, whose entities both versions run on."""
 
     @property
     def producer(self) -> EngineSpec:
-        """The engine that writes the answer table (the last downstream engine)."""
-        return self.downstream[-1]
+        """The engine that writes the answer table: the new version of a producer change, else
+        the last downstream engine."""
+        return self.new if self.kind is ChangeKind.PRODUCER else self.downstream[-1]
+
+    @property
+    def resolutions(self) -> tuple[EngineSpec, EngineSpec]:
+        """The resolvers whose entities serving's rows and the candidate's rows are decided on.
+
+        A resolver change: its old and new version. A producer change: the resolver in force,
+        twice (the entities do not move; only what is said about them does).
+        """
+        if self.kind is ChangeKind.PRODUCER:
+            if self.resolver is None:
+                raise ReplayError(f"producer change {self.change} has no resolver in force")
+            return self.resolver, self.resolver
+        return self.old, self.new
 
     @property
     def label(self) -> str:
-        """The ``engine`` value of rows this replay writes: producer and the new changed engine.
+        """The ``engine`` value of rows this replay writes: the versions that decided them.
 
-        ``correlation@1;entity_resolution@2``: the correlation logic is unchanged, the
-        entities it ran on are v2's. Gold's own build writes ``correlation@1`` (on the
-        entities Silver resolved), so the two never collide in ``(correlation_id, engine)``.
+        A resolver change: ``correlation@1;entity_resolution@2``, the correlation logic
+        unchanged on v2's entities. A producer change: what a forward Gold build under the
+        new producer writes on the resolver in force (``correlation@2;entity_resolution@3``,
+        ``correlation@2`` on v1 entities; :func:`~workloads.gold.correlations.row_engine_label`),
+        so the first Gold build after the publication finds the same rows and the same label.
         """
+        if self.kind is ChangeKind.PRODUCER:
+            return row_engine_label(self.producer.ref, [self.resolutions[1].ref])
         return ENGINE_SEPARATOR.join([self.producer.ref, self.new.ref])
 
     @property
@@ -81,8 +113,48 @@ class ReplayEngines:
         return sorted(identity.digest for identity in self.identities)
 
 
-def resolve_engines(plan: CorrectionPlan, catalog: EngineCatalog) -> ReplayEngines:
-    """Resolve and verify every engine a plan runs; refuses changed code without a version bump."""
+def change_kind(plan: CorrectionPlan, catalog: EngineCatalog) -> ChangeKind:
+    """Whether the plan changes the answer table's producer or an engine upstream of it.
+
+    A version of the changed engine that declares it ``produces`` the answer table makes it
+    the producer; anything else is upstream (a resolver).
+    """
+    answer = plan.answer.table
+    versions = catalog.versions(plan.engine_change.engine)
+    if any(data_refs_meet(made, answer) for spec in versions for made in spec.produces):
+        return ChangeKind.PRODUCER
+    return ChangeKind.RESOLVER
+
+
+def upstream_resolver(catalog: EngineCatalog, producer: EngineSpec) -> str:
+    """The engine whose output the producer consumes (its entities): exactly one must exist."""
+    found = sorted(
+        name
+        for name in catalog.names()
+        if name != producer.name
+        and any(
+            data_refs_meet(made, used)
+            for spec in catalog.versions(name)
+            for made in spec.produces
+            for used in producer.consumes
+        )
+    )
+    if len(found) != 1:
+        raise UsageError(
+            f"engine {producer.ref} consumes {', '.join(producer.consumes) or 'nothing'}: expected exactly "
+            f"one engine producing it in {catalog.path}, found {', '.join(found) or 'none'}"
+        )
+    return found[0]
+
+
+def resolve_engines(
+    plan: CorrectionPlan, catalog: EngineCatalog, *, resolver: EngineSpec | None = None
+) -> ReplayEngines:
+    """Resolve and verify every engine a plan runs; refuses changed code without a version bump.
+
+    ``resolver``: for a producer change, the entity resolver in force (the caller decides it
+    from the ledger, :func:`workloads.replay.setup.setup_replay`); ignored otherwise.
+    """
     change = plan.engine_change
     try:
         old_version, new_version = int(change.from_version), int(change.to_version)
@@ -93,6 +165,29 @@ def resolve_engines(plan: CorrectionPlan, catalog: EngineCatalog) -> ReplayEngin
         ) from None
     old = catalog.resolve(change.engine, old_version)
     new = catalog.resolve(change.engine, new_version)
+    if change_kind(plan, catalog) is ChangeKind.PRODUCER:
+        if change.downstream:
+            raise UsageError(
+                f"plan {plan.plan}: {change.engine} produces {plan.answer.table} itself, so "
+                f"engine_change.downstream must be empty (got {', '.join(change.downstream)})"
+            )
+        if resolver is None:
+            raise UsageError(
+                f"plan {plan.plan}: a change of {change.engine} runs on the entity resolver in force; "
+                f"none was given"
+            )
+        identities = tuple(verify_fingerprint(spec) for spec in (old, new, resolver))
+        log.debug(
+            "plan %s: producer change on %s, engines verified against their code", plan.plan, resolver.ref
+        )
+        return ReplayEngines(
+            old=old,
+            new=new,
+            downstream=(),
+            identities=identities,
+            kind=ChangeKind.PRODUCER,
+            resolver=resolver,
+        )
     if not change.downstream:
         raise UsageError(
             f"plan {plan.plan}: engine_change.downstream must name the engine that produces "

@@ -38,7 +38,12 @@ class Answer(StrictModel):
 
 
 class EngineChange(StrictModel):
-    """Which engine moves from which declared version to which."""
+    """Which engine moves from which declared version to which.
+
+    Any engine of the answer's chain: a resolver upstream of the producer (entity
+    resolution), or the producer itself (correlation); the catalog tells which
+    (:func:`workloads.replay.identity.change_kind`).
+    """
 
     engine: str
     from_version: str = Field(alias="from")
@@ -46,7 +51,7 @@ class EngineChange(StrictModel):
     downstream: tuple[str, ...] = ()
     """Engines re-run on top of the changed one (e.g. correlation after entity resolution):
     ``name@version`` pins a version; a bare ``name`` means the version effective on the
-    new engine's ``effective_from``."""
+    new engine's ``effective_from``. Empty when the changed engine produces the answer."""
 
     model_config = ConfigDict(populate_by_name=True)  # merged with StrictModel's config
 

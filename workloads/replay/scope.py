@@ -17,6 +17,14 @@ or split, which turns every pair on it on or off. Entities using such an asset a
 recomputed too. Every other pair is provably unchanged: same entities, same events, same
 assets, same crowding.
 
+**A producer change** (correlation 1 -> 2) moves no entity: Silver is resolved once, by the
+resolver in force, and ``old_entity`` = ``new_entity``. The scope is then the whole answer
+in range: every entity that used an asset is recomputed (:func:`every_entity`). That is
+the honest scope, not a shortcut: which rows a new producer changes depends on its logic
+(v2 re-weighs the confidence of pairs on widely shared assets and adds ``weight`` to every
+row's evidence), and the flow reads no engine's code. Rows whose content comes out the
+same are kept as they are by the classification, so nothing is churned for it.
+
 **Exact scoped recomputation.** The producer runs only on the events that carry an asset
 used by a recomputed entity, with every other asset blanked out, and only pairs with a
 recomputed side are kept. Every use of a kept asset is in the input, so crowding, shared
@@ -30,6 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Final
+
+from workloads.vocabulary import ChangeKind
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -108,6 +118,36 @@ def pair_resolutions(silver: DataFrame, old: DataFrame, new: DataFrame) -> DataF
     news = new.select(*EVENT_KEY, F.col("entity_id").alias(NEW))
     base = silver.drop("entity_id", "resolver")
     return base.join(news, list(EVENT_KEY), "left").join(olds, list(EVENT_KEY), "left")
+
+
+def same_resolution(silver: DataFrame, resolved: DataFrame) -> DataFrame:
+    """:func:`pair_resolutions` for a producer change: one resolution on both sides."""
+    from pyspark.sql import functions as F
+
+    entities = resolved.select(*EVENT_KEY, F.col("entity_id").alias(NEW))
+    return (
+        silver.drop("entity_id", "resolver")
+        .join(entities, list(EVENT_KEY), "left")
+        .withColumn(OLD, F.col(NEW))
+    )
+
+
+def every_entity(events: DataFrame) -> DataFrame:
+    """``(entity_id, old_side, new_side)`` of every entity with an event carrying an asset.
+
+    The affected entities of a producer change: every correlation in range is decided again.
+    """
+    from pyspark.sql import functions as F
+
+    has_asset = F.lit(False)
+    for column in ASSET_COLUMNS:
+        has_asset = has_asset | F.col(column).isNotNull()
+    return (
+        events.where(F.col(NEW).isNotNull() & has_asset)
+        .select(F.col(NEW).alias("entity_id"))
+        .distinct()
+        .select("entity_id", F.lit(True).alias("old_side"), F.lit(True).alias("new_side"))
+    )
 
 
 def affected_entities(events: DataFrame) -> DataFrame:
@@ -339,3 +379,6 @@ class ReplayScope:
     estimate: Estimate
     inputs: Mapping[str, int] = field(default_factory=dict)
     """Input accounting of the events in scope: events, scored, rejected, held."""
+    change_kind: str = ChangeKind.RESOLVER.value
+    """``resolver`` (affected = entities whose membership differs) or ``producer`` (affected =
+    every entity with an asset in range: the whole answer is decided again)."""

@@ -1,8 +1,10 @@
 """Who a replay run is before anything is read: verified engines, pins, run id; and its I/O budget.
 
-:func:`setup_replay` resolves and verifies the plan's engines, pins its inputs (reusing the
-pins of an earlier run of the same plan and engines that is unfinished, awaiting approval
-or published) and derives the run id. :func:`input_size` estimates what the replay reads
+:func:`setup_replay` resolves and verifies the plan's engines (for a producer change, with
+the entity resolver in force at the processing date), pins its inputs (reusing the pins of
+an earlier run of the same plan and engines that is unfinished, awaiting approval or
+published) and derives the run id. :func:`check_effective` refuses a correction whose new
+version has not taken effect yet. :func:`input_size` estimates what the replay reads
 and :func:`check_budget` refuses a plan whose estimate is over its cap.
 """
 
@@ -11,19 +13,27 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from lakehouse.errors import ReplayRefusedError
+from lakehouse.errors import ReplayRefusedError, UsageError
 from lakehouse.tables import TableSize
-from ledger.engines import EngineCatalog
+from ledger.clock import Clock
+from ledger.engines import EngineCatalog, EngineSpec, engines_in_force
 from ledger.entries import RunStarted
 from ledger.reader import LedgerReader
 from workloads.replay import scope as sc
-from workloads.replay.identity import ReplayEngines, pin_inputs, replay_run_id, resolve_engines
-from workloads.replay.plan import CorrectionPlan
+from workloads.replay.identity import (
+    ReplayEngines,
+    change_kind,
+    pin_inputs,
+    replay_run_id,
+    resolve_engines,
+    upstream_resolver,
+)
+from workloads.replay.plan import CorrectionPlan, Purpose
 from workloads.replay.state import REPLAY_COMMAND, RESTARTABLE, run_state
-from workloads.vocabulary import TableName
+from workloads.vocabulary import ChangeKind, TableName
 
 if TYPE_CHECKING:
     from lakehouse.tables import TableRegistry
@@ -42,6 +52,8 @@ class Setup:
     bounds: tuple[datetime | None, datetime | None]
     resumed_from: str | None = None
     """The unfinished run whose pins were reused, if any."""
+    processing_date: date | None = None
+    """The UTC date the resolver in force was chosen for (producer changes only)."""
 
 
 def _replay_runs(reader: LedgerReader, plan: CorrectionPlan, engines: ReplayEngines) -> list[str]:
@@ -58,21 +70,74 @@ def _replay_runs(reader: LedgerReader, plan: CorrectionPlan, engines: ReplayEngi
     return list(reversed(list(dict.fromkeys(found))))
 
 
-def setup_replay(registry: TableRegistry, plan: CorrectionPlan, catalog: EngineCatalog) -> Setup:
-    """Verify the engines, pin the inputs (reusing an unfinished run's pins) and derive the run id."""
-    engines = resolve_engines(plan, catalog)
+def resolver_in_force(
+    reader: LedgerReader, catalog: EngineCatalog, producer: EngineSpec, at: date
+) -> EngineSpec:
+    """The entity resolver in force at ``at`` (the rule Silver builds follow), for a producer change.
+
+    Serving's rows were decided on its entities (after an ER restatement is published, on
+    the new resolver's, even before Silver is rebuilt), so both producer versions run on them.
+    """
+    name = upstream_resolver(catalog, producer)
+    chosen = engines_in_force(catalog, reader.entries(), [name], at)[name]
+    log.info("a change of %s runs on %s, in force at %s (%s)", producer.name, chosen.ref, at, chosen.reason)
+    return chosen.spec
+
+
+def setup_replay(
+    registry: TableRegistry,
+    plan: CorrectionPlan,
+    catalog: EngineCatalog,
+    *,
+    clock: Clock | None = None,
+    resolver: EngineSpec | None = None,
+) -> Setup:
+    """Verify the engines, pin the inputs (reusing an unfinished run's pins) and derive the run id.
+
+    ``clock`` gives the processing date a producer change chooses its resolver for (read
+    once, and only for a producer change). ``resolver`` fixes that resolver instead (to
+    set up a recorded run again, with the resolver its ``run_started`` names).
+    """
     reader = LedgerReader.for_registry(registry)
+    today: date | None = None
+    if resolver is None and change_kind(plan, catalog) is ChangeKind.PRODUCER:
+        if clock is None:
+            raise UsageError(f"plan {plan.plan}: a producer change needs the processing clock")
+        today = clock.now().date()
+        resolver = resolver_in_force(reader, catalog, catalog.resolve(plan.engine_change.engine), today)
+    engines = resolve_engines(plan, catalog, resolver=resolver)
     bounds = sc.range_bounds(plan.range.event_from, plan.range.event_until)
     for run_id in _replay_runs(reader, plan, engines):
         state = run_state(run_id, reader.by_run(run_id))
         if state.status not in RESTARTABLE:
             log.info("plan %s resumes run %s (%s) with its pins", plan.plan, run_id, state.status)
-            return Setup(plan, engines, state.pins, run_id, bounds, resumed_from=run_id)
+            return Setup(
+                plan, engines, state.pins, run_id, bounds, resumed_from=run_id, processing_date=today
+            )
     pins = pin_inputs(plan, registry)
     run_id = replay_run_id(plan, pins, engines)
     pinned = ", ".join(f"{name}@{version}" for name, version in sorted(pins.items()))
     log.info("plan %s is run %s (%s), inputs pinned at %s", plan.plan, run_id, engines.change, pinned)
-    return Setup(plan, engines, pins, run_id, bounds)
+    return Setup(plan, engines, pins, run_id, bounds, processing_date=today)
+
+
+def check_effective(setup: Setup, at: date) -> None:
+    """Refuse a correction whose new version does not take effect by ``at`` (its processing date).
+
+    A published restatement is what puts a restating version in force, but only from its
+    ``effective_from`` (:mod:`ledger.engines.in_force`): published earlier, the next
+    forward build would still run the old version and rebuild every restated row back, so
+    the correction would be silently undone. A comparison (never published) and a dry run
+    may run any time: measuring a version before it takes effect is what they are for.
+    """
+    new = setup.engines.new
+    if setup.plan.purpose is not Purpose.CORRECTION or new.effective_from <= at:
+        return
+    raise ReplayRefusedError(
+        f"plan {setup.plan.plan}: {new.ref} takes effect {new.effective_from}, after this replay's "
+        f"date {at}; published now, the next build would still run {setup.engines.old.ref} and undo "
+        f"it. Run it with --purpose comparison now, or as a correction from {new.effective_from}"
+    )
 
 
 def input_size(registry: TableRegistry, setup: Setup) -> TableSize:
