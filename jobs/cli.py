@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "ack": "jobs.ack",
     "publish": "jobs.publish",
     "rollback": "jobs.rollback",
+    "verify": "jobs.verify",
     "exceptions": "jobs.exceptions",
     "engines": "jobs.engines",
     "asof": "jobs.asof",

@@ -220,11 +220,28 @@ def seed(lh: Any) -> Table:
     return gold
 
 
-def declared_engines(tmp_path: Path) -> EngineCatalog:
-    """ER v1 and v2 and correlation v1, declared with their real code fingerprints."""
+ER_V2_PARAMETERS: dict[str, Any] = {
+    "max_keys_per_card": 20,
+    "dot_insensitive_domains": ["gmail.com", "googlemail.com"],
+}
+"""ER v2's parameters as ``conf/engines.yaml`` declares them: the written rule the independent
+recount (``workloads.replay.recount``) reads."""
+
+
+def declared_engines(
+    tmp_path: Path, extra: tuple[tuple[str, int, str, str, dict[str, Any]], ...] = ()
+) -> EngineCatalog:
+    """ER v1 and v2 and correlation v1, declared with their real code fingerprints, then
+    ``extra`` versions ``(name, version, implementation, effective_from, parameters)``."""
     implementations = [
         ("entity_resolution", 1, "workloads.engines.entity_resolution:resolve_v1", "2024-01-01", {}),
-        ("entity_resolution", 2, "workloads.engines.entity_resolution_v2:resolve_v2", "2026-01-01", {}),
+        (
+            "entity_resolution",
+            2,
+            "workloads.engines.entity_resolution_v2:resolve_v2",
+            "2026-01-01",
+            ER_V2_PARAMETERS,
+        ),
         (
             "correlation",
             1,
@@ -232,6 +249,7 @@ def declared_engines(tmp_path: Path) -> EngineCatalog:
             "2024-01-01",
             {"max_entities_per_asset": 50, "types": ["shared_card", "shared_device"]},
         ),
+        *extra,
     ]
     items = [
         {

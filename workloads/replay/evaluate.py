@@ -24,6 +24,7 @@ from workloads.evaluation import QualityReport, TruthSearch
 from workloads.gold.quality import MEDALLION_SUITES
 from workloads.replay import candidate as cand
 from workloads.replay import reconcile as rec
+from workloads.replay import recount as rc
 from workloads.replay.analysis import Analysis, checkpoint
 from workloads.replay.build import read_base
 from workloads.replay.diff import CHANGED, REMOVED, UNCHANGED, diff_by_key, summarize
@@ -32,9 +33,9 @@ from workloads.replay.identity import BRONZE_PREFIX
 from workloads.replay.plan import Purpose
 from workloads.replay.quality import measure, quality_entry
 from workloads.replay.review import review_dir, review_lists, write_review
-from workloads.replay.scope import ReplayScope
+from workloads.replay.scope import ReplayScope, in_range
 from workloads.replay.setup import Setup
-from workloads.vocabulary import CorrelationStatus, Verdict
+from workloads.vocabulary import CorrelationStatus, TableName, Verdict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -121,6 +122,36 @@ def pinned_bronze(registry: TableRegistry, pins: Mapping[str, int]) -> dict[str,
         for name, version in sorted(pins.items())
         if name.startswith(BRONZE_PREFIX)
     }
+
+
+def independent_recount(registry: TableRegistry, setup: Setup, changes: DataFrame) -> rc.Recount | str:
+    """What the new version's answer must hold, from pinned Silver and the written rules alone.
+
+    Reads Silver at the run's pin in the plan's range (the engines' own input, not their
+    output) and the pair keys the run changed (to widen the comparison); the rules come
+    from the declarations of the old and new version and the producer. A declaration
+    without a written rule gives the reason instead (the check then fails).
+    """
+    from pyspark.sql import functions as F
+
+    engines = setup.engines
+    # The two resolutions the answer's rows are decided on: the changed resolver's old and
+    # new version, or (a producer change) the resolver in force twice.
+    resolutions = engines.resolutions
+    try:
+        old = rc.ResolutionRule.declared(resolutions[0])
+        new = rc.ResolutionRule.declared(resolutions[1])
+        pairs = rc.PairRule.declared(engines.producer)
+    except rc.NoWrittenRule as exc:
+        log.warning("run %s: no independent recount: %s", setup.run_id, exc)
+        return str(exc)
+    silver = registry.get(TableName.SILVER_EVENTS).read(as_of=setup.pins[TableName.SILVER_EVENTS])
+    events = rc.read_events(silver.where(in_range(F.col("event_time"), setup.bounds)))
+    changed = [
+        (str(r[0]), str(r[1]), str(r[2]))
+        for r in changes.select("correlation_type", "entity_a", "entity_b").distinct().collect()
+    ]
+    return rc.recount(events, old=old, new=new, pairs=pairs, changed=changed)
 
 
 def gate_check(rows: DataFrame, table_name: str) -> rec.Check:
@@ -220,21 +251,13 @@ def evaluate(
         if months
         else rec.Check(name="quality_gate", passed=True, detail="nothing rewritten")
     )
-    engines = setup.engines
-    declared_types = engines.producer.parameters.get("types")
-    types = (
-        [str(t) for t in declared_types] if isinstance(declared_types, list) else sorted(rec.ASSET_OF_TYPE)
-    )
     reconciliation = rec.reconcile(
         candidate=whole,
         serving=base,
-        serving_in_scope=analysis.serving_in_scope,
         events=analysis.events,
-        recompute=analysis.recompute,
+        recount=independent_recount(registry, setup, diff.changes),
         vanished=analysis.vanished,
         rewritten=months,
-        types=types,
-        max_entities=analysis.max_entities,
         thresholds=rec.Thresholds(plan.checks.max_residual_delta, plan.checks.max_changed_ratio),
         trace_keys=trace_keys(diff.changes, run_id, plan.checks.trace_sample_size),
         bronze=pinned_bronze(registry, setup.pins),

@@ -1,11 +1,11 @@
 """Independent reconciliation of a replay candidate, and the verdict it leads to.
 
-Written apart from the correlation engine on purpose: nothing here imports it (a test
-checks), and the expected result is recounted from Silver with plain DataFrame logic that
-follows the engine's *declared* rules (``conf/engines.yaml``: two entities are correlated
-once per type when they share an asset of that type used by at most
-``max_entities_per_asset`` entities). If the engine, the scoping or the candidate
-assembly is wrong, the two disagree.
+Written apart from every engine on purpose: nothing here imports one (a test checks),
+and the expected pairs come from :mod:`workloads.replay.recount`, which resolves the
+pinned Silver rows itself under the *written* rules (``conf/engines.yaml``) of the old and
+the new version, in plain Python, and counts the pairs the producer's written rule gives.
+It shares no code and no output with the engine under test, so a faulty engine version,
+a wrong scope or a wrong candidate assembly makes the two disagree.
 
 Checks (:func:`reconcile`), each recorded by name in the decision:
 
@@ -18,9 +18,11 @@ Checks (:func:`reconcile`), each recorded by name in the decision:
   longer produces;
 * ``untouched_partitions_equal``: every partition the run does not rewrite has the
   same row count and canonical hash as serving;
-* ``expected_pairs``: the candidate's current pairs involving recomputed entities equal the
-  independently recounted ones, per type and per partition (residual within
-  ``checks.max_residual_delta``);
+* ``expected_pairs``: the candidate's current pairs equal the independent recount on every
+  pair touching an entity the recount finds affected and on every pair the run changed:
+  none missing, none unexpected, none twice, the same ``valid_from``; counted per type and
+  per partition (mismatches within ``checks.max_residual_delta``). A recount that has no
+  written rule for a declaration fails the check instead of guessing;
 * ``bronze_trace``: a sample of changed keys traced back through Silver's Bronze
   coordinates to rows of the pinned Bronze tables;
 * ``changed_ratio``: the share of serving keys removed or changed stays within
@@ -30,8 +32,9 @@ Checks (:func:`reconcile`), each recorded by name in the decision:
 
 Verdict (:func:`decide`): a broken structure (the first five checks, untouched partitions,
 quality gate) -> ``repair``; totals, traces or too many changes -> ``investigate``; no
-change at all -> ``suppress``; otherwise ``publish``. ``rollback`` is reserved for checks
-that fail after publication.
+change at all -> ``suppress``; otherwise ``publish``. ``rollback`` is the verdict of the
+check run after publication (:mod:`workloads.replay.verify`) when serving disagrees with
+what the recount says was published.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import partition_hashes
+from workloads.replay.recount import ASSET_OF_TYPE, PairKey, Recount, month_of
 from workloads.vocabulary import CURRENT_STATUSES, CorrelationStatus, Verdict
 
 log = logging.getLogger(__name__)
@@ -51,8 +55,6 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-ASSET_OF_TYPE: Final[Mapping[str, str]] = {"shared_device": "device_id", "shared_card": "card_fingerprint"}
-"""Correlation type -> the Silver column of the asset, as the engine declaration describes it."""
 STRUCTURAL: Final[tuple[str, ...]] = (
     "one_current_row_per_id",
     "row_identity_unique",
@@ -77,6 +79,8 @@ class Check:
     detail: str = ""
     examples: tuple[str, ...] = ()
     first_bad_partition: str | None = None
+    counts: Mapping[str, Any] = field(default_factory=dict)
+    """Figures behind the check (the recount's per-partition counts), recorded as they are."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,7 @@ class Reconciliation:
                     "violations": c.violations,
                     "detail": c.detail,
                     "examples": list(c.examples),
+                    **({"counts": dict(c.counts)} if c.counts else {}),
                 }
                 for c in self.checks
             },
@@ -185,46 +190,6 @@ def _touching(df: DataFrame, ids: DataFrame) -> DataFrame:
 
     flagged = _with_flag(_with_flag(df, ids, "entity_a", "_ta"), ids, "entity_b", "_tb")
     return flagged.where(F.col("_ta") | F.col("_tb")).drop("_ta", "_tb")
-
-
-def expected_pairs(events: DataFrame, types: Sequence[str], max_entities: int) -> DataFrame:
-    """``(correlation_type, entity_a, entity_b, valid_month)`` recounted from resolved events.
-
-    Two entities form a pair of a type when they used the same asset of that type and
-    that asset was used by at most ``max_entities`` entities; the pair is valid from the
-    earliest moment both had used one such shared asset. ``events``: ``entity_id`` (the
-    resolution under test), the asset columns and ``event_time``.
-    """
-    from pyspark.sql import functions as F
-
-    frames = []
-    for kind in types:
-        column = ASSET_OF_TYPE[kind]
-        uses = (
-            events.where(F.col("entity_id").isNotNull() & F.col(column).isNotNull())
-            .groupBy(F.col(column).alias("asset"), "entity_id")
-            .agg(F.min("event_time").alias("since"))
-        )
-        sizes = uses.groupBy("asset").agg(F.count(F.lit(1)).alias("n"))
-        usable = uses.join(sizes.where(F.col("n") <= max_entities), "asset", "left_semi")
-        x, y = usable.alias("x"), usable.alias("y")
-        pairs = (
-            x.join(y, (F.col("x.asset") == F.col("y.asset")) & (F.col("x.entity_id") < F.col("y.entity_id")))
-            .groupBy(F.col("x.entity_id").alias("entity_a"), F.col("y.entity_id").alias("entity_b"))
-            .agg(F.min(F.greatest("x.since", "y.since")).alias("valid_from"))
-        )
-        frames.append(
-            pairs.select(
-                F.lit(kind).alias("correlation_type"),
-                "entity_a",
-                "entity_b",
-                F.date_format("valid_from", "yyyy-MM").alias("valid_month"),
-            )
-        )
-    result = frames[0]
-    for frame in frames[1:]:
-        result = result.unionByName(frame)
-    return result
 
 
 # -- checks ------------------------------------------------------------------------------------
@@ -313,7 +278,7 @@ def untouched_partitions_check(candidate: DataFrame, serving: DataFrame, rewritt
 
 @dataclass(frozen=True)
 class PairCount:
-    """Result of the independent recount."""
+    """The candidate against the independent recount."""
 
     check: Check
     per_type: Mapping[str, Mapping[str, int]]
@@ -321,70 +286,118 @@ class PairCount:
     serving_in_scope: int
 
 
+def _pairs_of(
+    table: DataFrame, recount: Recount, bounds: tuple[datetime | None, datetime | None]
+) -> dict[PairKey, list[int]]:
+    """Current rows of ``table`` in the recount's universe: ``(type, a, b)`` -> their valid_from (µs)."""
+    from pyspark.sql import functions as F
+
+    entities = sorted(recount.entities)
+    if not entities:
+        return {}
+    ids = table.sparkSession.createDataFrame([(e,) for e in entities], "entity_id string")
+    live = _live(table).where(_within(F.col("valid_from"), bounds))
+    found: dict[PairKey, list[int]] = {}
+    for r in (
+        _touching(live, ids)
+        .select("correlation_type", "entity_a", "entity_b", F.unix_micros("valid_from").alias("since"))
+        .collect()
+    ):
+        key = (str(r["correlation_type"]), str(r["entity_a"]), str(r["entity_b"]))
+        if recount.covers(key):
+            found.setdefault(key, []).append(int(r["since"]))
+    return found
+
+
 def expected_pairs_check(
     candidate: DataFrame,
-    serving_in_scope: DataFrame,
-    expected: DataFrame,
-    recompute: DataFrame,
+    serving: DataFrame,
+    recount: Recount,
     *,
     max_residual: int,
     bounds: tuple[datetime | None, datetime | None] = (None, None),
 ) -> PairCount:
-    """Candidate current pairs touching recomputed entities vs the independent recount."""
-    from pyspark.sql import functions as F
+    """Candidate current pairs vs the independent recount, pair by pair and per partition.
 
-    key = ["correlation_type", "entity_a", "entity_b"]
-    live = _live(candidate).where(_within(F.col("valid_from"), bounds))
-    got = _touching(live, recompute).select(*key, "valid_month").withColumn("_got", F.lit(1))
-    want = _touching(expected, recompute).select(*key, "valid_month").withColumn("_want", F.lit(1))
-    joined = got.join(want, [*key, "valid_month"], "full_outer")
-    mismatch = joined.where(F.col("_got").isNull() | F.col("_want").isNull())
-    rows = (
-        joined.groupBy("correlation_type")
-        .agg(
-            F.count("_got").alias("candidate"),
-            F.count("_want").alias("expected"),
-            F.count_if(F.col("_want").isNull()).alias("unexpected"),
-            F.count_if(F.col("_got").isNull()).alias("missing"),
-        )
-        .collect()
-    )
-    per_type = {
-        str(r["correlation_type"]): {k: int(r[k]) for k in ("candidate", "expected", "unexpected", "missing")}
-        for r in rows
-    }
-    serving_counts = {
-        str(r["correlation_type"]): int(r["count"])
-        for r in serving_in_scope.groupBy("correlation_type").count().collect()
-    }
-    for kind, count in serving_counts.items():
-        per_type.setdefault(kind, {"candidate": 0, "expected": 0, "unexpected": 0, "missing": 0})
-        per_type[kind] = {**per_type[kind], "serving": count}
-    wrong = sum(v["unexpected"] + v["missing"] for v in per_type.values())
-    expected_total = sum(v["expected"] for v in per_type.values())
-    examples = (
-        tuple(
-            f"{r['correlation_type']} {r['entity_a']} {r['entity_b']} {r['valid_month']} "
-            f"({'unexpected' if r['_want'] is None else 'missing'})"
-            for r in mismatch.orderBy(*key).limit(3).collect()
-        )
-        if wrong
-        else ()
-    )
+    Compared on the recount's universe (pairs touching the entities it finds affected, and
+    every pair the run changed): a recounted pair the candidate lacks is ``missing``, a
+    candidate pair the rule does not give is ``unexpected``, a pair held twice is
+    ``duplicate``, and one with another ``valid_from`` is ``moved``.
+    """
+    got = _pairs_of(candidate, recount, bounds)
+    served = _pairs_of(serving, recount, bounds)
+    want = recount.expected()
+    bad: list[tuple[str, PairKey, str]] = []
+    per_type: dict[str, dict[str, int]] = {}
+    per_partition: dict[str, dict[str, int]] = {}
+
+    def tally(bucket: dict[str, dict[str, int]], name: str, what: str) -> None:
+        counts = bucket.setdefault(name, {"candidate": 0, "expected": 0, "unexpected": 0, "missing": 0})
+        counts[what] = counts.get(what, 0) + 1
+
+    for key, since in want.items():
+        tally(per_type, key[0], "expected")
+        tally(per_partition, month_of(since), "expected")
+    for key, moments in got.items():
+        for moment in moments:
+            tally(per_type, key[0], "candidate")
+            tally(per_partition, month_of(moment), "candidate")
+    for key in sorted(set(want) | set(got)):
+        expected, held = want.get(key), got.get(key, [])
+        if expected is None:
+            bad.extend((month_of(m), key, "unexpected") for m in held)
+        elif not held:
+            bad.append((month_of(expected), key, "missing"))
+        elif len(held) > 1:
+            bad.append((month_of(min(held)), key, "duplicate"))
+        elif held[0] != expected:
+            bad.append((min(month_of(held[0]), month_of(expected)), key, "moved"))
+    for month, key, what in bad:
+        if what in ("unexpected", "missing"):
+            tally(per_type, key[0], what)
+            tally(per_partition, month, what)
+        else:
+            tally(per_partition, month, what)
+    for key, moments in served.items():
+        per_type.setdefault(key[0], {"candidate": 0, "expected": 0, "unexpected": 0, "missing": 0})
+        per_type[key[0]]["serving"] = per_type[key[0]].get("serving", 0) + len(moments)
+    bad.sort()
+    wrong = len(bad)
+    first_bad = bad[0][0] if bad else None
+    examples = tuple(f"{k[0]} {k[1]} {k[2]} {month} ({what})" for month, k, what in bad[:3])
     check = Check(
         name="expected_pairs",
         passed=wrong <= max_residual,
         violations=wrong,
-        detail=f"{wrong} pairs differ from the independent recount (allowed {max_residual})",
+        detail=(
+            f"{wrong} pairs differ from the independent recount (allowed {max_residual}); "
+            f"{len(want)} expected under {recount.new_rule} and {recount.pair_rule} for "
+            f"{len(recount.scope)} affected entities, first bad partition {first_bad or 'none'}"
+        ),
         examples=examples,
-        first_bad_partition=_first_month(mismatch) if wrong else None,
+        first_bad_partition=first_bad if wrong else None,
+        counts={
+            "rules": f"{recount.old_rule} -> {recount.new_rule}; {recount.pair_rule}",
+            "events_read": recount.events_read,
+            "entities_in_scope": len(recount.scope),
+            "pairs_changed_by_run": len(recount.changed),
+            "per_partition": {m: per_partition[m] for m in sorted(per_partition)},
+        },
     )
     return PairCount(
         check=check,
         per_type=per_type,
-        expected_in_scope=expected_total,
-        serving_in_scope=sum(serving_counts.values()),
+        expected_in_scope=len(want),
+        serving_in_scope=sum(len(m) for m in served.values()),
     )
+
+
+def no_recount_check(reason: str) -> PairCount:
+    """The pair check when the recount has no written rule for a declaration: failed, not guessed."""
+    check = Check(
+        name="expected_pairs", passed=False, violations=1, detail=f"no independent recount: {reason}"
+    )
+    return PairCount(check=check, per_type={}, expected_in_scope=0, serving_in_scope=0)
 
 
 def changed_ratio_check(removed_or_changed: int, serving_total: int, max_ratio: float) -> Check:
@@ -482,13 +495,10 @@ def reconcile(
     *,
     candidate: DataFrame,
     serving: DataFrame,
-    serving_in_scope: DataFrame,
     events: DataFrame,
-    recompute: DataFrame,
+    recount: Recount | str,
     vanished: DataFrame,
     rewritten: Sequence[str],
-    types: Sequence[str],
-    max_entities: int,
     thresholds: Thresholds,
     trace_keys: DataFrame,
     bronze: Mapping[str, DataFrame],
@@ -502,22 +512,18 @@ def reconcile(
     """Every check on a candidate and the verdict (see the module docstring).
 
     ``candidate`` / ``serving``: whole tables (serving at the pinned version).
-    ``serving_in_scope``: serving's current rows involving recomputed entities.
-    ``events``: the new-resolved Silver in range, ``entity_id`` = new entity, with
-    ``old_entity`` / ``new_entity`` and Bronze coordinates.
+    ``events``: Silver in range with ``old_entity`` / ``new_entity`` and Bronze coordinates
+    (only for the sampled traces). ``recount``: the independent recount
+    (:func:`workloads.replay.recount.recount`), or why there is none.
     """
-    from pyspark.sql import functions as F
-
     checks = structural_checks(candidate, vanished)
     checks.append(untouched_partitions_check(candidate, serving, rewritten))
-    resolved = events.withColumn("entity_id", F.col("new_entity"))
-    pairs = expected_pairs_check(
-        candidate,
-        serving_in_scope,
-        expected_pairs(resolved, types, max_entities),
-        recompute,
-        max_residual=thresholds.max_residual_delta,
-        bounds=bounds,
+    pairs = (
+        expected_pairs_check(
+            candidate, serving, recount, max_residual=thresholds.max_residual_delta, bounds=bounds
+        )
+        if isinstance(recount, Recount)
+        else no_recount_check(recount)
     )
     checks.append(pairs.check)
     checks.append(trace_to_bronze(trace_keys, events, bronze))
@@ -539,7 +545,8 @@ def reconcile(
         residual,
         verdict,
     )
-    first_bad = next((c.first_bad_partition for c in checks if not c.passed and c.first_bad_partition), None)
+    failing = sorted((c for c in checks if not c.passed), key=lambda c: c.name != failed)
+    first_bad = next((c.first_bad_partition for c in failing if c.first_bad_partition), None)
     return Reconciliation(
         verdict=verdict,
         failed_invariant=failed,
