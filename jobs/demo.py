@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 NAME = "demo"
 HELP = (
     "run the demo story on the embedded default: history -> Bronze -> Silver -> Gold, "
-    "then the ER v3 restatement (replay with both versions' quality, approve, publish, rollback, re-publish)"
+    "then the ER v3 restatement (replay with both versions' quality, approve, publish, rollback, re-publish) "
+    "and the correlation v2 re-scoring (published once correlation@2 is in effect, compared before)"
 )
 
 
@@ -29,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entities", type=int, default=200, help="persons in the generated history")
     parser.add_argument("--months", type=int, default=6, help="months of generated history")
     parser.add_argument(
-        "--no-restate", action="store_true", help="stop after Gold (skip the ER v3 restatement)"
+        "--no-restate",
+        action="store_true",
+        help="stop after Gold (skip the ER v3 restatement and the correlation v2 re-scoring)",
     )
 
 
@@ -80,6 +83,33 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
     restated = report.chapters.restatement
     if restated is not None:
         lines += _restatement(restated)
+    rescored = report.chapters.rescoring
+    if rescored is not None:
+        lines += _rescoring(rescored)
+    return lines
+
+
+def _rescoring(rescored: demo.Rescoring) -> list[Block]:
+    """The producer change: the same dry run and replay views, then publication or why not."""
+    from jobs.render import indented, render_publication, render_replay, render_scope
+
+    lines: list[Block] = [
+        "",
+        f"re-scoring under plan {rescored.plan} ({rescored.change}, rows labelled {rescored.label}):",
+        "",
+        "dry run:",
+        *indented(render_scope(rescored.dry_run)),
+        "",
+        "replay:",
+        *indented(render_replay(rescored.replay, high_impact_shown=HIGH_IMPACT_SHOWN)),
+    ]
+    if rescored.approval is not None:
+        approval = rescored.approval
+        lines += ["", f"approved by {approval.approver} at {approval.approved_at.isoformat()}"]
+    if rescored.publication is not None:
+        lines += ["", "publication:", *indented(render_publication(rescored.publication))]
+    if rescored.waiting is not None:
+        lines += ["", f"not published: {rescored.waiting}"]
     return lines
 
 

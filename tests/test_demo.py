@@ -22,6 +22,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,24 @@ def test_demo_exits_0_in_the_shipped_mixed_format_config(demo: Demo) -> None:
     restated = demo.report["chapters"]["restatement"]
     assert "stopped" not in restated, restated
     assert restated["rollback"]["run_id"] == restated["run_id"]
+
+
+def test_the_correlation_v2_rescoring_runs_after_the_er_restatement_on_its_entities(demo: Demo) -> None:
+    """A producer change through the same flow; published once correlation@2 is in effect."""
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    rescored = demo.report["chapters"]["rescoring"]
+    assert rescored["plan"] == "correlation-v2-rescoring"
+    assert rescored["change"] == "correlation@1 -> correlation@2"
+    assert rescored["label"] == "correlation@2;entity_resolution@3", "on the entities of the published ER v3"
+    assert rescored["dry_run"]["change_kind"] == "producer"
+    assert rescored["dry_run"]["to_supersede"] == rescored["dry_run"]["serving_rows_in_scope"] > 0
+    assert rescored["replay"]["decision"]["verdict"] == "publish"
+    if datetime.now(UTC).date() < date(2026, 12, 15):  # correlation@2's effective_from
+        assert rescored["publication"] is None
+        assert rescored["replay"]["status"] == "compared"
+        assert "correlation@2 takes effect 2026-12-15" in rescored["waiting"]
+    else:
+        assert rescored["publication"]["status"] == "published"
 
 
 def test_every_zone_table_exists_and_is_read_back(spark_session: Any, demo: Demo) -> None:
@@ -175,7 +194,8 @@ def test_the_ledger_verifies_and_asof_routes_agree_with_both_readers(demo: Demo)
         "--json",
     )
     assert code == 0, out
-    publications = [e["body"] for e in json.loads(out)["entries"]]
+    restated = demo.report["chapters"]["restatement"]["run_id"]
+    publications = [e["body"] for e in json.loads(out)["entries"] if e["run_id"] == restated]
     assert len(publications) == 2, "published, rolled back, published again"
     at = publications[-1]["effective_at"]
     answers = {}

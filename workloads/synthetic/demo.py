@@ -12,7 +12,7 @@ shown, not repeated.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,8 @@ class DemoSettings:
     months: int = 6
     seed: int = 7
     restate: bool = True
-    """Continue with the ER v3 restatement (replay, approve, publish, rollback, re-publish)."""
+    """Continue with the ER v3 restatement (replay, approve, publish, rollback, re-publish),
+    then the correlation v2 re-scoring."""
 
 
 @dataclass(frozen=True)
@@ -101,11 +102,32 @@ class Restatement:
 
 
 @dataclass(frozen=True)
+class Rescoring:
+    """The correlation v2 re-scoring: a *producer* change, on the entities of the resolver in
+    force (ER v3 once its restatement is published). Dry run and replay always; approval,
+    acknowledgement and publication once correlation@2 has taken effect."""
+
+    plan: str
+    run_id: str
+    change: str
+    """``correlation@1 -> correlation@2``."""
+    label: str
+    """The ``engine`` label of its rows (``correlation@2;entity_resolution@3``)."""
+    dry_run: ReplayScope
+    replay: ReplayOutcome
+    approval: ApprovalResult | None = None
+    publication: PublishResult | None = None
+    waiting: str | None = None
+    """Why it was not published (correlation@2 not effective yet: run as a comparison)."""
+
+
+@dataclass(frozen=True)
 class Chapters:
-    """The demo's chapters; ``restatement`` is None with ``--no-restate``."""
+    """The demo's chapters; ``restatement`` and ``rescoring`` are None with ``--no-restate``."""
 
     medallion: Medallion
     restatement: Restatement | StoppedRestatement | None = None
+    rescoring: Rescoring | None = None
 
 
 @dataclass(frozen=True)
@@ -322,6 +344,80 @@ def restatement(
     )
 
 
+RESCORING_PLAN = Path("conf/plans/correlation-v2-rescoring.yaml")
+"""correlation 1 -> 2: a producer change, run after the ER restatement on its entities."""
+
+
+def rescoring(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    progress: Progress,
+    *,
+    plan_path: Path = RESCORING_PLAN,
+    engines_path: Path = DEMO_ENGINES,
+) -> Rescoring:
+    """Declare correlation v2 -> dry run -> replay -> approve -> ack -> publish.
+
+    The same flow as the ER chapter, for a change of the answer's producer. A correction
+    needs the new version in effect on the replay's date (otherwise the next Gold build
+    would still run correlation@1 and undo it): before correlation@2's ``effective_from``
+    the chapter runs the plan as a comparison (diff, reconciliation, quality; never
+    published) and says from when it can publish. A second demo run shows the recorded
+    run again (a published one is published once).
+    """
+    from ledger.engines import load_engines
+    from workloads.replay import ack, approve, plan_scope, publish, run_replay
+    from workloads.replay.plan import Purpose, load_plan
+    from workloads.replay.state import APPROVED, AWAITING_APPROVAL, PUBLISHED
+
+    plan = load_plan(plan_path)
+    engines = load_engines(engines_path)
+    change = plan.engine_change
+    new_engine = engines.resolve(change.engine, int(change.to_version))
+    progress(f"declaring {new_engine.ref} effective from {new_engine.effective_from} in the ledger")
+    ledger.writer.append(new_engine.declared_entry())
+    today = clock.now().date()
+    waiting = None
+    if new_engine.effective_from > today:
+        waiting = (
+            f"{new_engine.ref} takes effect {new_engine.effective_from}, after today ({today}): a "
+            f"correction now would be undone by the next Gold build, so the plan ran as a comparison; "
+            f"from {new_engine.effective_from} the same chapter publishes it"
+        )
+        plan = plan.with_purpose(Purpose.COMPARISON)
+
+    progress(f"dry run of plan {plan.plan}: exact scope, nothing written")
+    scope = plan_scope(registry, plan, engines=engines, clock=clock)
+    progress(f"re-scoring {scope.affected_entity_count} entities into a candidate ({plan.purpose.value})")
+    outcome = run_replay(registry, plan, engines=engines, clock=clock)
+    run_id = outcome.run_id
+    told = Rescoring(
+        plan=plan.plan,
+        run_id=run_id,
+        change=scope.engine_change,
+        label=scope.engine_label,
+        dry_run=scope,
+        replay=outcome,
+    )
+    if waiting is not None:
+        return replace(told, waiting=waiting)
+    if outcome.status not in (AWAITING_APPROVAL, APPROVED, PUBLISHED):
+        return replace(told, waiting=f"replay {run_id} is {outcome.status}: nothing to approve or publish")
+    approval = None
+    if outcome.status == AWAITING_APPROVAL:
+        approver = plan.publication.approvers[0]
+        progress(f"approving as {approver}")
+        approval = approve(registry, run_id, by=approver, clock=clock)
+        for consumer in plan.publication.consumers:
+            if consumer.required:
+                progress(f"acknowledging for required consumer {consumer.name}")
+                ack(registry, consumer.name, run_id, by=f"{consumer.name}-oncall", clock=clock)
+    progress("publishing the re-scored correlations atomically")
+    publication = publish(registry, run_id, clock=clock)
+    return replace(told, approval=approval, publication=publication)
+
+
 def run_demo(
     registry: TableRegistry,
     ledger: Ledger,
@@ -337,4 +433,5 @@ def run_demo(
     pins = starting_pins(ledger)
     story = medallion(registry, ledger, clock, workdir / "history", settings, progress, gate, pins)
     restated = restatement(registry, ledger, clock, progress) if settings.restate else None
-    return DemoReport(tables=describe_tables(registry), chapters=Chapters(story, restated))
+    rescored = rescoring(registry, ledger, clock, progress) if settings.restate else None
+    return DemoReport(tables=describe_tables(registry), chapters=Chapters(story, restated, rescored))
