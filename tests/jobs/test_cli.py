@@ -76,6 +76,23 @@ def test_reindex_refuses_a_bucket_count_below_one_before_spark_starts() -> None:
     assert "starting Spark" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("verify", "not-a-run"), "RUN 'not-a-run' is not a replay run id"),
+        (("verify", "replay-0123456789abcdef", "--engines", "missing-engines.yaml"), "missing-engines.yaml"),
+    ],
+    ids=["run-id", "engines-file"],
+)
+def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], message: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert message in result.stderr
+    assert "starting Spark" not in result.stderr
+
+
 def test_missing_config_is_one_line_and_nonzero(tmp_path: Path) -> None:
     result = run("tables", "--conf", str(tmp_path / "missing.yaml"))
     assert result.returncode == 2
