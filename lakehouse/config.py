@@ -48,6 +48,8 @@ class SparkSettings(StrictModel):
     shuffle_partitions: int = Field(default=4, ge=1)
     driver_memory: str = "2g"
     log_level: str = "ERROR"
+    java_options: str = ""
+    """Extra driver JVM options, appended to the toolkit's own (a local session only)."""
     conf: dict[str, str] = Field(default_factory=dict)
 
 

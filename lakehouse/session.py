@@ -73,9 +73,12 @@ def session_conf(config: LakehouseConfig) -> dict[str, str]:
             ),
             "spark.sql.catalogImplementation": "in-memory",
             "spark.sql.warehouse.dir": str(config.workdir_path / "spark-warehouse"),
-            "spark.driver.extraJavaOptions": (
-                f"-Dderby.system.home={config.workdir_path} "
-                f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
+            "spark.driver.extraJavaOptions": " ".join(
+                (
+                    f"-Dderby.system.home={config.workdir_path}",
+                    f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
+                    *config.spark.java_options.split(),
+                )
             ),
         }
     )

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from lakehouse.config import LakehouseConfig, TableFormat, load_config
+from tests.conftest import TEST_JAVA_OPTIONS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -57,6 +58,7 @@ def demo(spark_session: Any, lakehouse_config: LakehouseConfig) -> Iterator[Demo
         "LAKEHOUSE__INSTANCE": instance,
         "LAKEHOUSE__SPARK__MASTER": "local[2]",
         "LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS": "2",
+        "LAKEHOUSE__SPARK__JAVA_OPTIONS": TEST_JAVA_OPTIONS,
     }
     command = [sys.executable, "-m", "jobs", "demo", "--conf", str(CONF), "--workdir", str(workdir)]
     command += ["--entities", str(ENTITIES), "--months", str(MONTHS), "--json"]

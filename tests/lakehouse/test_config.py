@@ -78,6 +78,18 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
     assert config.spark.shuffle_partitions == 3
 
 
+def test_java_options_are_appended_to_the_drivers_own_not_replacing_them(tmp_path: Path) -> None:
+    from lakehouse.session import session_conf
+
+    path = write(tmp_path, "{}\n")
+    env = {"LAKEHOUSE__SPARK__JAVA_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    options = session_conf(load_config(path, environ=env))["spark.driver.extraJavaOptions"].split()
+    assert options[-2:] == ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+    assert any(o.startswith("-Dlog4j2.configurationFile=") for o in options), "the toolkit's own stay"
+    plain = session_conf(load_config(path, environ={}))["spark.driver.extraJavaOptions"].split()
+    assert plain == options[:-2]
+
+
 def test_unknown_environment_key_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, "{}\n")
     with pytest.raises(ConfigError, match=r"unknown key 'spark.mastr'"):
