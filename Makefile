@@ -45,7 +45,7 @@ demo: setup ## run the main job on the embedded default (work/ under this folder
 	$(BIN)/lakehouse demo --conf $(CONF)
 
 test: setup lint ## the whole suite: lint, unit, Spark integration on both formats, notebooks
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest --durations=30 $(PYTEST_ARGS)
 
 test-fast: setup ## the suite without the slow end-to-end tests
 	$(BIN)/pytest -m 'not slow' $(PYTEST_ARGS)
