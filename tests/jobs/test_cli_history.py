@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf" / "lakehouse.yaml"
-PLAN = REPO / "conf" / "plans" / "er-v2-recorrelation.yaml"
+PLAN = REPO / "conf" / "plans" / "er-v3-recorrelation.yaml"
 FEEDS = ("orders", "refunds", "logins", "settlements", "outcomes")
 
 
@@ -128,7 +128,7 @@ def history(
         run(f"ingest-{feed}", "ingest", "--feed", feed, "--source", str(deliveries))
     run("ingest-orders-again", "ingest", "--feed", "orders", "--source", str(deliveries))
     run("ingest-unknown-feed", "ingest", "--feed", "nope", "--source", str(deliveries))
-    # the history was decided by ER v1 (what the shipped er-v2 plan restates): a fresh
+    # the history was decided by ER v1 (what the shipped er-v3 plan restates): a fresh
     # lakehouse would otherwise start under the latest effective resolver
     run("build-silver-unknown-pin", "build", "silver", "--engine", "entity_resolution@9")
     run("build-silver-malformed-pin", "build", "silver", "--engine", "entity_resolution")
@@ -310,11 +310,6 @@ def test_the_correction_is_refused_held_then_published_and_rolled_back_through_t
     assert history["reindex"].data["status"] == "current", "the rollback rebuilt the index itself"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (session 5): with Silver pinned to entity_resolution@1 the CLI history's asof after "
-    "the er-v2 publication still answers no rows (assert spark['rows'] fails); the demo's asof passes",
-)
 def test_asof_answers_by_both_routes_with_both_readers_and_refuses_a_naive_time(history: History) -> None:
     assert history["publish"].code == 0
     spark, python = history["asof-spark"].data, history["asof-pyiceberg"].data
