@@ -12,8 +12,6 @@ Spark session (whose Iceberg catalog is that work dir's) reads back what it wrot
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -29,6 +27,7 @@ from typing import Any
 import pytest
 
 from lakehouse.config import LakehouseConfig, TableFormat, load_config
+from tests.cli_runner import instance_env, run_cli
 from tests.conftest import TEST_JAVA_OPTIONS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -76,16 +75,9 @@ def demo(spark_session: Any, lakehouse_config: LakehouseConfig) -> Iterator[Demo
 
 
 def cli(env: dict[str, str], *args: str) -> tuple[int, str]:
-    """``lakehouse ARGS`` in this process (the Spark session is shared), under ``env``."""
-    from jobs.cli import main
-
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        for key in ("LAKEHOUSE__INSTANCE", "LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS"):
-            patch.setenv(key, env[key])
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            code = main(list(args))
-    return code, out.getvalue()
+    """``lakehouse ARGS`` in this process (the Spark session is shared), under the demo's instance."""
+    ran = run_cli(list(args), {key: env[key] for key in instance_env("")})
+    return ran.code, ran.stdout
 
 
 def test_demo_exits_0_in_the_shipped_mixed_format_config(demo: Demo) -> None:

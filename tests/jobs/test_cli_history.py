@@ -15,8 +15,6 @@ injected, in ``tests/workloads/replay/test_replay_flow.py``.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -32,6 +30,7 @@ from typing import Any
 import pytest
 
 from lakehouse.config import LakehouseConfig, load_config
+from tests.cli_runner import instance_env, run_cli
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -71,22 +70,12 @@ class Runner:
         self.steps: dict[str, Step] = {}
 
     def __call__(self, name: str, *args: str, json_out: bool = True) -> Step:
-        from jobs.cli import main
-
         argv = [*args, "--conf", str(CONF), "--workdir", str(self.workdir), "--quiet"]
         argv += ["--json"] if json_out else []
-        out, err = io.StringIO(), io.StringIO()
-        with pytest.MonkeyPatch.context() as patch:
-            for key, value in self.env.items():
-                patch.setenv(key, value)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    code = main(argv)
-                except SystemExit as exc:  # argparse's own refusals
-                    code = int(exc.code or 0)
-        text = out.getvalue()
-        data = json.loads(text) if json_out and code in (0, 1, 4, 5, 7) and text.strip() else text
-        step = Step(tuple(argv), code, data, err.getvalue())
+        ran = run_cli(argv, self.env)
+        text = ran.stdout
+        data = json.loads(text) if json_out and ran.code in (0, 1, 4, 5, 7) and text.strip() else text
+        step = Step(tuple(argv), ran.code, data, ran.stderr)
         self.steps[name] = step
         return step
 
@@ -114,7 +103,7 @@ def history(
     spark_session: Any, lakehouse_config: LakehouseConfig, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[History]:
     instance = f"cli{uuid.uuid4().hex[:6]}"
-    env = {"LAKEHOUSE__INSTANCE": instance, "LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS": "2"}
+    env = instance_env(instance)
     workdir = lakehouse_config.workdir_path
     config = load_config(CONF, environ=env, overrides={"workdir": str(workdir)})
     folder = tmp_path_factory.mktemp("cli")

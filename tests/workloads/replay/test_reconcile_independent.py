@@ -17,8 +17,6 @@ publication the check agrees (``publish``) until serving is made to disagree (``
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import uuid
 from collections.abc import Iterator
@@ -34,6 +32,7 @@ from pyspark.sql import functions as F
 from lakehouse.config import LakehouseConfig, TableFormat
 from ledger.clock import FixedClock
 from ledger.entries import ReconciliationDecision
+from tests.cli_runner import instance_env, run_cli
 from tests.conftest import FORMATS, Lakehouse
 from tests.faulty_resolvers import INVENTED_ID
 from tests.replay_history import (
@@ -96,17 +95,10 @@ class Verified:
 
 def cli(workdir: Path, instance: str, fmt: TableFormat, *args: str | Path) -> tuple[int, str, str]:
     """``lakehouse ARGS --json`` in this process (the Spark session is shared)."""
-    from jobs.cli import main
-
     argv = [str(a) for a in args]
     argv += ["--conf", str(CONF), "--workdir", str(workdir), "--format", fmt.value, "--quiet", "--json"]
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAKEHOUSE__INSTANCE", instance)
-        patch.setenv("LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS", "2")
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(argv)
-    return code, out.getvalue(), err.getvalue()
+    ran = run_cli(argv, instance_env(instance))
+    return ran.code, ran.stdout, ran.stderr
 
 
 @pytest.fixture(scope="module", params=FORMATS, ids=[f.value for f in FORMATS])

@@ -16,8 +16,6 @@ ingest every feed -> Silver -> Gold, under ER v1), then:
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import uuid
 from collections.abc import Iterator
@@ -29,6 +27,7 @@ from typing import Any
 import pytest
 
 from lakehouse.config import LakehouseConfig, TableFormat
+from tests.cli_runner import instance_env, run_cli
 
 REPO = Path(__file__).resolve().parents[3]
 CONF = REPO / "conf" / "lakehouse.yaml"
@@ -43,18 +42,11 @@ BUILT_AT = datetime(2026, 3, 1, tzinfo=UTC)
 def cli(workdir: Path, instance: str, *args: str, debug: bool = False) -> tuple[int, Any, str]:
     """``lakehouse ARGS --json`` in this process (the Spark session is shared); ``debug``
     adds the traceback of a failure to stderr."""
-    from jobs.cli import main
-
     argv = [*args, "--conf", str(CONF), "--workdir", str(workdir), "--quiet", "--json"]
     argv += ["--debug"] if debug else []
-    out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("LAKEHOUSE__INSTANCE", instance)
-        patch.setenv("LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS", "2")
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(argv)
-    text = out.getvalue()
-    return code, json.loads(text) if code == 0 and text.strip() else text, err.getvalue()
+    ran = run_cli(argv, instance_env(instance))
+    text = ran.stdout
+    return ran.code, json.loads(text) if ran.code == 0 and text.strip() else text, ran.stderr
 
 
 @dataclass(frozen=True)
