@@ -20,9 +20,11 @@ from lakehouse.tables import TableRegistry
 from ledger import Clock, Ledger
 
 if TYPE_CHECKING:
+    from ledger.engines import EngineCatalog, EngineSpec
     from workloads.bronze.ingest import IngestReport
     from workloads.gold.build import GoldReport
     from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
+    from workloads.replay.plan import CorrectionPlan
     from workloads.replay.scope import ReplayScope
     from workloads.silver.build import SilverReport
 
@@ -279,6 +281,31 @@ def _superseded_example(registry: TableRegistry, run_id: str) -> dict[str, Any] 
     return {"superseded": before, "successor": {k: after[0][k] for k in columns} if after else None}
 
 
+def _declare(plan: CorrectionPlan, engines: EngineCatalog, ledger: Ledger, progress: Progress) -> EngineSpec:
+    """Record the plan's new engine version in the ledger (what a team does when it ships it)."""
+    change = plan.engine_change
+    new_engine = engines.resolve(change.engine, int(change.to_version))
+    progress(f"declaring {new_engine.ref} effective from {new_engine.effective_from} in the ledger")
+    ledger.writer.append(new_engine.declared_entry())
+    return new_engine
+
+
+def _approve_and_ack(
+    registry: TableRegistry, plan: CorrectionPlan, run_id: str, clock: Clock, progress: Progress
+) -> ApprovalResult:
+    """The plan's first approver approves, then every required consumer acknowledges."""
+    from workloads.replay import ack, approve
+
+    approver = plan.publication.approvers[0]
+    progress(f"approving as {approver}")
+    approval = approve(registry, run_id, by=approver, clock=clock)
+    for consumer in plan.publication.consumers:
+        if consumer.required:
+            progress(f"acknowledging for required consumer {consumer.name}")
+            ack(registry, consumer.name, run_id, by=f"{consumer.name}-oncall", clock=clock)
+    return approval
+
+
 def restatement(
     registry: TableRegistry,
     ledger: Ledger,
@@ -294,16 +321,13 @@ def restatement(
     shows that publication instead of restating again.
     """
     from ledger.engines import load_engines
-    from workloads.replay import ack, approve, plan_scope, publish, rollback, run_replay
+    from workloads.replay import plan_scope, publish, rollback, run_replay
     from workloads.replay.plan import load_plan
     from workloads.replay.state import AWAITING_APPROVAL
 
     plan = load_plan(plan_path)
     engines = load_engines(engines_path)
-    change = plan.engine_change
-    new_engine = engines.resolve(change.engine, int(change.to_version))
-    progress(f"declaring {new_engine.ref} effective from {new_engine.effective_from} in the ledger")
-    ledger.writer.append(new_engine.declared_entry())
+    _declare(plan, engines, ledger, progress)
 
     progress(f"dry run of plan {plan.plan}: exact scope, nothing written")
     scope = plan_scope(registry, plan, engines=engines)
@@ -319,13 +343,7 @@ def restatement(
             stopped=f"replay {run_id} is {outcome.status}: nothing to approve or publish",
         )
 
-    approver = plan.publication.approvers[0]
-    progress(f"approving as {approver}")
-    approval = approve(registry, run_id, by=approver, clock=clock)
-    for consumer in plan.publication.consumers:
-        if consumer.required:
-            progress(f"acknowledging for required consumer {consumer.name}")
-            ack(registry, consumer.name, run_id, by=f"{consumer.name}-oncall", clock=clock)
+    approval = _approve_and_ack(registry, plan, run_id, clock, progress)
     progress("publishing atomically (supersession, stamping, notifications)")
     publication = publish(registry, run_id, clock=clock)
     example = _superseded_example(registry, run_id)
@@ -367,16 +385,13 @@ def rescoring(
     run again (a published one is published once).
     """
     from ledger.engines import load_engines
-    from workloads.replay import ack, approve, plan_scope, publish, run_replay
+    from workloads.replay import plan_scope, publish, run_replay
     from workloads.replay.plan import Purpose, load_plan
     from workloads.replay.state import APPROVED, AWAITING_APPROVAL, PUBLISHED
 
     plan = load_plan(plan_path)
     engines = load_engines(engines_path)
-    change = plan.engine_change
-    new_engine = engines.resolve(change.engine, int(change.to_version))
-    progress(f"declaring {new_engine.ref} effective from {new_engine.effective_from} in the ledger")
-    ledger.writer.append(new_engine.declared_entry())
+    new_engine = _declare(plan, engines, ledger, progress)
     today = clock.now().date()
     waiting = None
     if new_engine.effective_from > today:
@@ -406,13 +421,7 @@ def rescoring(
         return replace(told, waiting=f"replay {run_id} is {outcome.status}: nothing to approve or publish")
     approval = None
     if outcome.status == AWAITING_APPROVAL:
-        approver = plan.publication.approvers[0]
-        progress(f"approving as {approver}")
-        approval = approve(registry, run_id, by=approver, clock=clock)
-        for consumer in plan.publication.consumers:
-            if consumer.required:
-                progress(f"acknowledging for required consumer {consumer.name}")
-                ack(registry, consumer.name, run_id, by=f"{consumer.name}-oncall", clock=clock)
+        approval = _approve_and_ack(registry, plan, run_id, clock, progress)
     progress("publishing the re-scored correlations atomically")
     publication = publish(registry, run_id, clock=clock)
     return replace(told, approval=approval, publication=publication)
