@@ -28,15 +28,16 @@ log = logging.getLogger(__name__)
 
 _RESOLVE_SCRIPT = r"""
 import json, sys
+from pathlib import Path
 from pyspark.sql import SparkSession
-packages, excludes, ivy, settings = sys.argv[1:5]
+packages, excludes, ivy, settings, out = sys.argv[1:6]
 spark = (SparkSession.builder.master("local[1]").appName("lakehouse-jar-resolve")
          .config("spark.jars.packages", packages).config("spark.jars.excludes", excludes)
          .config("spark.jars.ivy", ivy).config("spark.jars.ivySettings", settings)
          .config("spark.ui.enabled", "false").getOrCreate())
 jars = spark.sparkContext.getConf().get("spark.jars", "")
 spark.stop()
-print("JARS=" + json.dumps([j for j in jars.split(",") if j]))
+Path(out).write_text(json.dumps([j for j in jars.split(",") if j]))
 """
 
 
@@ -82,17 +83,21 @@ def resolve_jars(
     cache_dir.mkdir(parents=True, exist_ok=True)
     settings = cache_dir / "ivysettings.xml"
     settings.write_text(_IVY_SETTINGS.format(cache=cache_dir / "cache", repository=repository))
-    args = [",".join(packages), ",".join(excludes), str(cache_dir), str(settings)]
+    # the child writes the resolved list to a file: its stdout and stderr are Spark's and Ivy's
+    resolved = cache_dir / f"resolving-{os.getpid()}.json"
+    resolved.unlink(missing_ok=True)
+    args = [",".join(packages), ",".join(excludes), str(cache_dir), str(settings), str(resolved)]
     proc = subprocess.run(
         [sys.executable, "-c", _RESOLVE_SCRIPT, *args],
         capture_output=True,
         text=True,
         check=False,
     )
-    found = [line for line in proc.stdout.splitlines() if line.startswith("JARS=")]
-    if proc.returncode != 0 or not found:
+    if proc.returncode != 0 or not resolved.is_file():
         raise EnvironmentProblem(_describe_resolution_failure(packages, proc.stderr))
-    jars = [Path(uri.removeprefix("file://").removeprefix("file:")) for uri in json.loads(found[0][5:])]
+    uris = json.loads(resolved.read_text())
+    resolved.unlink()
+    jars = [Path(uri.removeprefix("file://").removeprefix("file:")) for uri in uris]
     missing = [str(j) for j in jars if not j.is_file()]
     if missing:
         raise EnvironmentProblem(f"resolved jars are missing on disk: {', '.join(missing)}")
