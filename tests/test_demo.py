@@ -76,7 +76,7 @@ def demo(spark_session: Any, lakehouse_config: LakehouseConfig) -> Iterator[Demo
 
 def cli(env: dict[str, str], *args: str) -> tuple[int, str]:
     """``lakehouse ARGS`` in this process (the Spark session is shared), under the demo's instance."""
-    ran = run_cli(list(args), {key: env[key] for key in instance_env("")})
+    ran = run_cli(list(args), instance_env(env["LAKEHOUSE__INSTANCE"]))
     return ran.code, ran.stdout
 
 
