@@ -115,3 +115,48 @@ def test_production_code_never_imports_the_synthetic_generator() -> None:
             if any(workload_part(module) == "synthetic" for module in imported_modules(path)):
                 offenders.append(relative)
     assert not offenders, f"production modules import workloads.synthetic: {offenders}"
+
+
+FORMAT_AWARE = {
+    "ledger/store.py": "the ledger's guarded append, per format in tests/ledger",
+    "workloads/asof/readers.py": "route (b)'s pyiceberg reader, per format in the lifecycle",
+    "jobs/common.py": "the --format option",
+}
+"""The only modules above ``lakehouse`` that name a table format, and where each is tested
+on both formats. Everything else runs on the shipped mixed-format default in the workload
+stories (tests/conftest.py): a new format branch above the table interface must come with
+tests per format and an entry here."""
+
+FORMAT_MEMBERS = {"DELTA", "ICEBERG", "DeltaLakeTable", "IcebergTable"}
+FORMAT_LITERALS = {"delta", "iceberg"}
+
+
+def named_formats(path: Path) -> set[str]:
+    """Table-format names a file uses: ``TableFormat.X``, the table classes, string literals."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Attribute) and node.attr in FORMAT_MEMBERS:
+            found.add(node.attr)
+        elif isinstance(node, ast.Name) and node.id in FORMAT_MEMBERS:
+            found.add(node.id)
+        elif isinstance(node, ast.Constant) and node.value in FORMAT_LITERALS:
+            found.add(str(node.value))
+    return found
+
+
+def test_named_formats_finds_members_classes_and_literals(tmp_path: Path) -> None:
+    sample = tmp_path / "m.py"
+    sample.write_text("a = TableFormat.ICEBERG\nisinstance(t, DeltaLakeTable)\nb = 'delta'\ndelta = 'x'\n")
+    assert named_formats(sample) == {"ICEBERG", "DeltaLakeTable", "delta"}
+
+
+def test_only_the_listed_modules_above_the_table_interface_branch_on_a_format() -> None:
+    aware = {
+        str(path.relative_to(REPO))
+        for package in ("ledger", "workloads", "jobs")
+        for path in sorted((REPO / package).rglob("*.py"))
+        if named_formats(path)
+    }
+    assert aware == set(FORMAT_AWARE), (
+        f"modules naming a table format: {sorted(aware)}; listed: {sorted(FORMAT_AWARE)}"
+    )

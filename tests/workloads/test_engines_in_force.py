@@ -1,6 +1,6 @@
 """Forward builds follow the engine versions in force, and never rewrite history in place.
 
-One story per format, built once through the product (deliveries, recorded ingest /
+One story on the shipped mixed-format default, built once through the product (deliveries, recorded ingest /
 Silver / Gold runs, the ER v2 replay, approval, ack, publication) with the shipped
 ``conf/engines.yaml`` (ER v2 takes effect 2026-11-01), dates controlled by the clock:
 
@@ -28,14 +28,14 @@ from typing import Any
 
 import pytest
 
-from lakehouse.config import LakehouseConfig, TableFormat
+from lakehouse.config import LakehouseConfig
 from lakehouse.errors import EngineFingerprintError
 from ledger import Clock, open_ledger
 from ledger.clock import FixedClock
 from ledger.engines import load_engines
 from ledger.entries import RunFinished, RunStarted
 from ledger.reader import LedgerReader
-from tests.conftest import FORMATS, Lakehouse
+from tests.conftest import Lakehouse
 from tests.replay_history import (
     ANN,
     BOB,
@@ -164,19 +164,15 @@ def live_story(lh: Lakehouse, history: Path) -> Story:
     )
 
 
-@pytest.fixture(scope="module", params=FORMATS, ids=[f.value for f in FORMATS])
+@pytest.fixture(scope="module")
 def story(
-    request: pytest.FixtureRequest,
     spark_session: object,
     lakehouse_config: LakehouseConfig,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Story]:
-    table_format = TableFormat(request.param)
-    config = lakehouse_config.model_copy(
-        update={"force_format": table_format, "instance": f"force{table_format.value[:3]}"}
-    )
+    config = lakehouse_config.model_copy(update={"instance": "forcemix"})
     env = Lakehouse(spark_session, config)
-    yield live_story(env, tmp_path_factory.mktemp(f"in-force-{table_format.value}") / "history")
+    yield live_story(env, tmp_path_factory.mktemp("in-force") / "history")
     for table in env.registry:
         if table.exists():
             table.drop()

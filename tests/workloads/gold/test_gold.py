@@ -1,6 +1,6 @@
 """Gold: daily features, W1 baselines (incremental == full), correlation engine v1.
 
-Table behaviours run on both formats through the ``lakehouse`` fixture; pure transforms
+Builds run on the shipped mixed-format default (``shipped_lakehouse``, see tests/conftest.py); pure transforms
 run on a handful of inline rows. Silver input is written by hand, never by the Silver
 build, so these tests only depend on the ``silver.events`` schema.
 """
@@ -113,13 +113,14 @@ FEATURE_ROWS = [
 ]
 
 
-def test_entity_daily_features_exclude_and_count_events_without_entity(lakehouse: Any) -> None:
-    silver = write_silver(lakehouse, FEATURE_ROWS)
+def test_entity_daily_features_exclude_and_count_events_without_entity(shipped_lakehouse: Any) -> None:
+    silver = write_silver(shipped_lakehouse, FEATURE_ROWS)
     gated: list[tuple[str, list[str]]] = []
-    report = build(lakehouse, "run-1", gate=lambda name, df: gated.append((name, df.columns)))
+    report = build(shipped_lakehouse, "run-1", gate=lambda name, df: gated.append((name, df.columns)))
 
     daily = {
-        (r["entity_id"], r["day"]): r.asDict() for r in lakehouse.registry.get(ENTITY_DAILY).read().collect()
+        (r["entity_id"], r["day"]): r.asDict()
+        for r in shipped_lakehouse.registry.get(ENTITY_DAILY).read().collect()
     }
     assert set(daily) == {
         ("alice", date(2026, 1, 5)),
@@ -152,11 +153,11 @@ def test_entity_daily_features_exclude_and_count_events_without_entity(lakehouse
     assert report.inputs[SILVER] == silver.current_version()
     assert set(report.outputs) == set(GOLD_TABLES)
     # every daily row has 10 metrics x 4 windows of baselines
-    assert lakehouse.registry.get(BASELINES).read().count() == 4 * 10 * 4
+    assert shipped_lakehouse.registry.get(BASELINES).read().count() == 4 * 10 * 4
     # the quality hook saw each write's rows before it happened (no correlation here)
     assert [name for name, _ in gated] == [BASELINES, ENTITY_DAILY]
-    assert gated[1][1] == lakehouse.registry.get(ENTITY_DAILY).read().columns
-    commits = lakehouse.registry.get(ENTITY_DAILY).history()
+    assert gated[1][1] == shipped_lakehouse.registry.get(ENTITY_DAILY).read().columns
+    commits = shipped_lakehouse.registry.get(ENTITY_DAILY).history()
     assert commits[-1].run_id == "run-1"
     assert commits[-1].version == report.outputs[ENTITY_DAILY]
     assert RUN_ID_KEY in commits[-1].metadata
@@ -239,34 +240,38 @@ HISTORY = [
 ]
 
 
-def test_incremental_build_equals_full_recompute_and_recomputes_only_affected(lakehouse: Any) -> None:
+def test_incremental_build_equals_full_recompute_and_recomputes_only_affected(shipped_lakehouse: Any) -> None:
     from pyspark.sql import functions as F
 
-    silver = write_silver(lakehouse, HISTORY)
-    first = build(lakehouse, "run-1")
+    silver = write_silver(shipped_lakehouse, HISTORY)
+    first = build(shipped_lakehouse, "run-1")
     assert (first.daily_added, first.entities_recomputed) == (10, 4)
     untouched = F.col("entity_id").isin("A", "D")
-    before = sorted(tuple(r) for r in lakehouse.registry.get(BASELINES).read().where(untouched).collect())
+    before = sorted(
+        tuple(r) for r in shipped_lakehouse.registry.get(BASELINES).read().where(untouched).collect()
+    )
 
     # Silver changes for B (a new day) and C (a day disappears); A and D are unaffected
     new_b = [event("b3", "orders", "2026-01-25T10:00:00", "B", device="dB", amount="40.00")]
-    silver.append(silver_frame(lakehouse, new_b), run_id="silver-change")
+    silver.append(silver_frame(shipped_lakehouse, new_b), run_id="silver-change")
     silver.delete_where("event_id = 'c2'", run_id="silver-change")
 
-    second = build(lakehouse, "run-2")
+    second = build(shipped_lakehouse, "run-2")
     assert second.inputs[SILVER] == silver.current_version()
     assert (second.daily_added, second.daily_changed, second.daily_removed) == (1, 0, 1)
     assert second.entities_recomputed == 2
     # B's days from 01-25 on (01-25, 02-01) and C's from 01-21 on (02-10): 3 days x 10 x 4
     assert second.baseline_rows_recomputed == 3 * 10 * 4
     assert second.months_rewritten[ENTITY_DAILY] == ("2026-01",)
-    after = sorted(tuple(r) for r in lakehouse.registry.get(BASELINES).read().where(untouched).collect())
+    after = sorted(
+        tuple(r) for r in shipped_lakehouse.registry.get(BASELINES).read().where(untouched).collect()
+    )
     assert after == before
-    incremental = gold_hashes(lakehouse)
+    incremental = gold_hashes(shipped_lakehouse)
 
-    full = build(lakehouse, "run-3", full=True)
+    full = build(shipped_lakehouse, "run-3", full=True)
     assert full.entities_recomputed == 4
-    assert gold_hashes(lakehouse) == incremental
+    assert gold_hashes(shipped_lakehouse) == incremental
 
 
 # -- correlations --------------------------------------------------------------------------
@@ -280,11 +285,11 @@ SHARING = [
 ]
 
 
-def test_shared_device_gives_one_correlation_and_a_rerun_writes_nothing(lakehouse: Any) -> None:
-    write_silver(lakehouse, SHARING)
-    first = build(lakehouse, "run-1")
+def test_shared_device_gives_one_correlation_and_a_rerun_writes_nothing(shipped_lakehouse: Any) -> None:
+    write_silver(shipped_lakehouse, SHARING)
+    first = build(shipped_lakehouse, "run-1")
 
-    rows = lakehouse.registry.get(CORRELATIONS).read().collect()
+    rows = shipped_lakehouse.registry.get(CORRELATIONS).read().collect()
     assert len(rows) == 1
     row = rows[0].asDict()
     valid_from = datetime(2026, 1, 7, 9, 0, tzinfo=UTC)
@@ -304,8 +309,8 @@ def test_shared_device_gives_one_correlation_and_a_rerun_writes_nothing(lakehous
     assert first.correlations is not None
     assert first.correlations.inserted == 1
 
-    second = build_gold(lakehouse.registry, run_id="run-2", recorded_at=RECORDED + timedelta(days=1))
-    rows = lakehouse.registry.get(CORRELATIONS).read().collect()
+    second = build_gold(shipped_lakehouse.registry, run_id="run-2", recorded_at=RECORDED + timedelta(days=1))
+    rows = shipped_lakehouse.registry.get(CORRELATIONS).read().collect()
     assert [(r["correlation_id"], r["run_id"]) for r in rows] == [(row["correlation_id"], "run-1")]
     assert second.correlations is not None
     assert (second.correlations.inserted, second.correlations.unchanged) == (0, 1)
@@ -327,14 +332,14 @@ def test_confidence_grows_with_evidence_and_stays_inside_zero_one() -> None:
 
 
 @pytest.mark.slow
-def test_same_silver_twice_gives_identical_gold_hashes(lakehouse: Any) -> None:
+def test_same_silver_twice_gives_identical_gold_hashes(shipped_lakehouse: Any) -> None:
     shared = event("z1", "logins", "2026-01-22T10:00:00", "B", device="dA", success=True)
-    write_silver(lakehouse, [*HISTORY, shared])
-    build(lakehouse, "run-1")
-    first = gold_hashes(lakehouse)
-    assert lakehouse.registry.get(CORRELATIONS).read().count() == 1  # A and B share dA
+    write_silver(shipped_lakehouse, [*HISTORY, shared])
+    build(shipped_lakehouse, "run-1")
+    first = gold_hashes(shipped_lakehouse)
+    assert shipped_lakehouse.registry.get(CORRELATIONS).read().count() == 1  # A and B share dA
 
     for name in GOLD_TABLES:
-        lakehouse.registry.get(name).drop()
-    build_gold(lakehouse.registry, run_id="run-again", recorded_at=RECORDED + timedelta(days=7))
-    assert gold_hashes(lakehouse) == first
+        shipped_lakehouse.registry.get(name).drop()
+    build_gold(shipped_lakehouse.registry, run_id="run-again", recorded_at=RECORDED + timedelta(days=7))
+    assert gold_hashes(shipped_lakehouse) == first

@@ -1,7 +1,8 @@
-"""Reconciliation that can disagree with the engine under test, once per format.
+"""Reconciliation that can disagree with the engine under test.
 
-One history per format (the hand-written one of :mod:`tests.replay_history`, delivered,
-ingested and built by the product's recorded runs under ER v1), then:
+One history on the shipped mixed-format default (the hand-written one of
+:mod:`tests.replay_history`, delivered, ingested and built by the product's recorded runs
+under ER v1), then:
 
 * ``entity_resolution@8`` (test only, :mod:`tests.faulty_resolvers`): v2 that leaves carol's
   events without an entity, so the (ann, carol) pair of 2025-02 quietly disappears;
@@ -29,11 +30,11 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F
 
-from lakehouse.config import LakehouseConfig, TableFormat
+from lakehouse.config import LakehouseConfig
 from ledger.clock import FixedClock
 from ledger.entries import ReconciliationDecision
 from tests.cli_runner import instance_env, run_cli
-from tests.conftest import FORMATS, Lakehouse
+from tests.conftest import Lakehouse
 from tests.faulty_resolvers import INVENTED_ID
 from tests.replay_history import (
     ANN,
@@ -93,27 +94,23 @@ class Verified:
     stderr: str
 
 
-def cli(workdir: Path, instance: str, fmt: TableFormat, *args: str | Path) -> tuple[int, str, str]:
+def cli(workdir: Path, instance: str, *args: str | Path) -> tuple[int, str, str]:
     """``lakehouse ARGS --json`` in this process (the Spark session is shared)."""
     argv = [str(a) for a in args]
-    argv += ["--conf", str(CONF), "--workdir", str(workdir), "--format", fmt.value, "--quiet", "--json"]
+    argv += ["--conf", str(CONF), "--workdir", str(workdir), "--quiet", "--json"]
     ran = run_cli(argv, instance_env(instance))
     return ran.code, ran.stdout, ran.stderr
 
 
-@pytest.fixture(scope="module", params=FORMATS, ids=[f.value for f in FORMATS])
+@pytest.fixture(scope="module")
 def judged(
-    request: pytest.FixtureRequest,
     spark_session: Any,
     lakehouse_config: LakehouseConfig,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Judged]:
-    fmt = TableFormat(request.param)
-    config = lakehouse_config.model_copy(
-        update={"force_format": fmt, "instance": f"rc{fmt.value[:3]}{uuid.uuid4().hex[:6]}"}
-    )
+    config = lakehouse_config.model_copy(update={"instance": f"rc{uuid.uuid4().hex[:6]}"})
     lh = Lakehouse(spark_session, config)
-    folder = tmp_path_factory.mktemp(f"recount-{fmt.value}")
+    folder = tmp_path_factory.mktemp("recount")
     clock = FixedClock(START, step=timedelta(seconds=1))
     built = build(lh, clock, folder / "history")
     engines = declared_engines(folder, FAULTY)
@@ -130,7 +127,7 @@ def judged(
 
     def verify(run_id: str) -> Verified:
         code, out, err = cli(
-            lakehouse_config.workdir_path, config.instance, fmt, "verify", run_id, "--engines", engines.path
+            lakehouse_config.workdir_path, config.instance, "verify", run_id, "--engines", engines.path
         )
         return Verified(code, json.loads(out) if out.strip() else None, err)
 

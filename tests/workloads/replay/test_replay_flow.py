@@ -1,9 +1,10 @@
-"""The W2 replay flow end to end on real tables, once per format (Delta and Iceberg).
+"""The W2 replay flow end to end on real tables.
 
 The history is tiny and written by hand, so every expected row is known. The dry run and
 the whole correction (approval, acks, publication, rollback, re-publication) are asserted
-on the shared :class:`~tests.replay_history.Lifecycle`, built once through the product;
-failure injection and comparisons change their history, so they seed their own:
+on the shared :class:`~tests.replay_history.Lifecycle`, built once per format through the
+product; failure injection and comparisons change their history, so they seed their own on
+the shipped mixed-format default:
 
 * ``ann@example.com`` (o1: device d1, card c1) and ``bob@example.com`` (o2: device d1) share
   device d1: v1 correlation (bob, ann), January. Under ER v2 it is unchanged (ann keeps her
@@ -176,10 +177,10 @@ def test_a_correction_waits_for_approval_and_acks_publishes_once_and_rolls_back(
 
 @pytest.mark.slow
 def test_a_failure_at_each_step_then_reruns_publish_once_notify_once_and_keep_a_late_row(
-    lakehouse: Any, engines: Any
+    shipped_lakehouse: Any, engines: Any
 ) -> None:
-    gold = seed(lakehouse)
-    registry, plan = lakehouse.registry, plan_with()
+    gold = seed(shipped_lakehouse)
+    registry, plan = shipped_lakehouse.registry, plan_with()
     clock = FixedClock(START, step=timedelta(seconds=1))
     served, version = rows(gold), gold.current_version()
 
@@ -214,12 +215,12 @@ def test_a_failure_at_each_step_then_reruns_publish_once_notify_once_and_keep_a_
     assert any(k[1] == out.run_id for k in published), "serving fully published"
     assert published[("late-1", "gold-late")] == served[("late-1", "gold-late")], "the late row is kept"
     assert_store_invariants(published)
-    assert ledger_of(lakehouse, out.run_id, Publication) == []
+    assert ledger_of(shipped_lakehouse, out.run_id, Publication) == []
     assert not registry.get(OUTBOX).exists() or registry.get(OUTBOX).read().count() == 0
 
     result = publish(registry, out.run_id, clock=clock)
     assert rows(gold) == published, "the rerun recognised the publication: nothing published twice"
-    publications = ledger_of(lakehouse, out.run_id, Publication)
+    publications = ledger_of(shipped_lakehouse, out.run_id, Publication)
     assert len(publications) == 1
     stamped = {r["recorded_at"] for r in published.values() if r["run_id"] == out.run_id}
     assert stamped == {naive(publications[0].effective_at)}, "the intent's effective time was kept"
@@ -228,8 +229,8 @@ def test_a_failure_at_each_step_then_reruns_publish_once_notify_once_and_keep_a_
     rerun = run_replay(registry, plan, engines=engines, clock=clock)
     assert (rerun.run_id, rerun.status) == (out.run_id, "published")
     publish(registry, out.run_id, clock=clock)
-    assert len(ledger_of(lakehouse, out.run_id, Publication)) == 1
-    notices = ledger_of(lakehouse, out.run_id, Notification)
+    assert len(ledger_of(shipped_lakehouse, out.run_id, Publication)) == 1
+    notices = ledger_of(shipped_lakehouse, out.run_id, Notification)
     assert sorted(n.consumer for n in notices) == ["analytics", "fraud-ops"]
     outbox = registry.get(OUTBOX).read().collect()
     assert sorted(r["consumer"] for r in outbox) == ["analytics", "fraud-ops"]
@@ -237,10 +238,10 @@ def test_a_failure_at_each_step_then_reruns_publish_once_notify_once_and_keep_a_
 
 @pytest.mark.slow
 def test_a_comparison_reruns_identically_never_publishes_and_a_tampered_candidate_is_caught(
-    lakehouse: Any, engines: Any
+    shipped_lakehouse: Any, engines: Any
 ) -> None:
-    gold = seed(lakehouse)
-    registry = lakehouse.registry
+    gold = seed(shipped_lakehouse)
+    registry = shipped_lakehouse.registry
     clock = FixedClock(START, step=timedelta(seconds=1))
     served = rows(gold)
     comparison = plan_with(Purpose.COMPARISON)
@@ -274,7 +275,7 @@ def test_a_comparison_reruns_identically_never_publishes_and_a_tampered_candidat
     assert broken.decision["verdict"] == "repair"
     assert broken.decision["failed_invariant"] == "one_current_row_per_id"
     assert broken.decision["first_bad_partition"] == "2025-02"
-    decisions = ledger_of(lakehouse, first.run_id, ReconciliationDecision)
+    decisions = ledger_of(shipped_lakehouse, first.run_id, ReconciliationDecision)
     assert [d.verdict for d in decisions] == ["publish", "repair"]
     assert rows(gold) == served
     assert not registry.get(OUTBOX).exists()

@@ -8,7 +8,7 @@ erin's device d5, built through the product under the shipped ``conf/engines.yam
 weighs d5 (three entities) 1/2, so the three d5 pairs fall from 0.5 to 0.333333, and it adds
 ``weight`` to every row's evidence: every row is restated, none is retracted.
 
-Per format, one story (module-scoped):
+One story on the shipped mixed-format default (module-scoped):
 
 1. 2026-12-01, before correlation@2 takes effect: the dry run scopes the whole answer on
    the resolver in force (ER v1: v2 and v3 wait for a published restatement); a correction
@@ -29,14 +29,14 @@ from typing import Any
 
 import pytest
 
-from lakehouse.config import LakehouseConfig, TableFormat
+from lakehouse.config import LakehouseConfig
 from lakehouse.errors import ReplayRefusedError, UsageError
 from ledger import open_ledger
 from ledger.clock import FixedClock
 from ledger.engines import load_engines
 from ledger.entries import Notification, RunStarted
 from ledger.reader import LedgerReader
-from tests.conftest import FORMATS, Lakehouse
+from tests.conftest import Lakehouse
 from tests.replay_history import (
     EVENTS,
     GOLD,
@@ -184,19 +184,15 @@ def _story(lh: Lakehouse, history: Path) -> Story:
     )
 
 
-@pytest.fixture(scope="module", params=FORMATS, ids=[f.value for f in FORMATS])
+@pytest.fixture(scope="module")
 def story(
-    request: pytest.FixtureRequest,
     spark_session: object,
     lakehouse_config: LakehouseConfig,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Story]:
-    table_format = TableFormat(request.param)
-    config = lakehouse_config.model_copy(
-        update={"force_format": table_format, "instance": f"prod{table_format.value[:3]}"}
-    )
+    config = lakehouse_config.model_copy(update={"instance": "prodmix"})
     env = Lakehouse(spark_session, config)
-    yield _story(env, tmp_path_factory.mktemp(f"producer-{table_format.value}") / "history")
+    yield _story(env, tmp_path_factory.mktemp("producer") / "history")
     for table in env.registry:
         if table.exists():
             table.drop()

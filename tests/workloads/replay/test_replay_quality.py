@@ -1,7 +1,7 @@
 """Is the new version better? Replays report both versions' quality and record it in the ledger.
 
-One small generated history per format, built by the product's recorded runs (generate ->
-ingest every feed -> Silver -> Gold, under ER v1), then:
+One small generated history on the shipped mixed-format default, built by the product's
+recorded runs (generate -> ingest every feed -> Silver -> Gold, under ER v1), then:
 
 * the ER v3 plan as a comparison, with no truth named: the replay finds the generator's
   ``_ground_truth.json`` beside the ingested deliveries; v3 must beat v1 on ER F1 and be
@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from lakehouse.config import LakehouseConfig, TableFormat
+from lakehouse.config import LakehouseConfig
 from tests.cli_runner import instance_env, run_cli
 
 REPO = Path(__file__).resolve().parents[3]
@@ -34,7 +34,6 @@ CONF = REPO / "conf" / "lakehouse.yaml"
 PLAN_V2 = REPO / "conf" / "plans" / "er-v2-recorrelation.yaml"
 PLAN_V3 = REPO / "conf" / "plans" / "er-v3-recorrelation.yaml"
 FEEDS = ("orders", "refunds", "logins", "settlements", "outcomes")
-FORMATS = [TableFormat.DELTA, TableFormat.ICEBERG]
 BUILT_AT = datetime(2026, 3, 1, tzinfo=UTC)
 """The processing date of the builds: before ER v2 and v3 take effect, so v1 is in force."""
 
@@ -60,9 +59,8 @@ class Measured:
     ledger: list[Any]
 
 
-@pytest.fixture(scope="module", params=FORMATS, ids=[f.value for f in FORMATS])
+@pytest.fixture(scope="module")
 def measured(
-    request: pytest.FixtureRequest,
     spark_session: Any,
     lakehouse_config: LakehouseConfig,
     tmp_path_factory: pytest.TempPathFactory,
@@ -83,11 +81,10 @@ def measured(
     from workloads.silver.lateness import load_lateness_policy
     from workloads.synthetic.generator import GeneratorSettings, generate
 
-    fmt = TableFormat(request.param)
-    instance = f"q{fmt.value[:3]}{uuid.uuid4().hex[:6]}"
-    config = lakehouse_config.model_copy(update={"force_format": fmt, "instance": instance})
+    instance = f"q{uuid.uuid4().hex[:6]}"
+    config = lakehouse_config.model_copy(update={"instance": instance})
     registry = TableRegistry(spark_session, config)
-    folder = tmp_path_factory.mktemp(f"quality-{fmt.value}") / "history"
+    folder = tmp_path_factory.mktemp("quality") / "history"
     generate(folder, GeneratorSettings(entities=30, months=2), policy=load_lateness_policy())
     clock = FixedClock(BUILT_AT, step=timedelta(seconds=1))
     ledger = open_ledger(registry, clock=clock)
@@ -102,7 +99,7 @@ def measured(
     v3_again = plain(run_replay(registry, plan, engines=engines, clock=clock))
     truth = folder / "_ground_truth.json"
     argv = ("replay", "--plan", str(PLAN_V2), "--purpose", "comparison", "--truth", str(truth))
-    code, v2, err = cli(lakehouse_config.workdir_path, instance, *argv, "--format", fmt.value, debug=True)
+    code, v2, err = cli(lakehouse_config.workdir_path, instance, *argv, debug=True)
     assert code == 0, err
     recorded = LedgerReader.for_registry(registry).entries(kind="quality_comparison")
     yield Measured(truth, v3, v3_again, v2, recorded)

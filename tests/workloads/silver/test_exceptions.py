@@ -1,20 +1,18 @@
 """The exceptions queue through the command line: held late orders approved into Silver as
-adjustments, or rejected with a reason, on both table formats.
+adjustments, or rejected with a reason, on the shipped mixed-format default (the queue and
+the ledger in Delta, Silver in Iceberg).
 
-One history per format, built once by the module fixture the way a user builds it: the
+One history, built once by the module fixture the way a user builds it: the
 generator plants late orders for closed periods (orders' policy is ``hold``), the feeds
 are ingested and Silver is built with ``lakehouse ingest`` / ``lakehouse build silver``,
 then ``lakehouse exceptions list|approve|reject`` decide on the queue, with the refusals a
 user meets along the way (exit 2, nothing written), and a later ``build silver`` that must
 keep the approved fact exactly once. Commands run in this process through
-:func:`jobs.cli.main` (the Spark session is shared) with ``--format`` forcing every table
-to one format.
+:func:`jobs.cli.main` (the Spark session is shared).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import uuid
 from collections.abc import Iterator
@@ -25,16 +23,16 @@ from typing import Any
 
 import pytest
 
-from lakehouse.config import LakehouseConfig, TableFormat, load_config
+from lakehouse.config import LakehouseConfig, load_config
 from lakehouse.digest import canonical_hash
 from lakehouse.tables import TableRegistry
 from ledger import RunFinished, RunStarted, SystemClock, open_ledger
+from tests.cli_runner import run_cli
 from workloads.synthetic.generator import GeneratorSettings, generate
 from workloads.vocabulary import FEEDS, ExceptionStatus, Lateness, TableName
 
 REPO = Path(__file__).resolve().parents[3]
 CONF = REPO / "conf" / "lakehouse.yaml"
-FORMATS = [TableFormat.DELTA, TableFormat.ICEBERG]
 APPROVER = "risk-lead"
 REJECTION = "customer cancelled before the period closed"
 # 20 persons over 3 months with a higher fault rate: the forced plan's held order and a
@@ -52,25 +50,17 @@ class Step:
 
 
 class Runner:
-    """Runs ``lakehouse ...`` in this process against the module's instance and format."""
+    """Runs ``lakehouse ...`` in this process against the module's instance."""
 
-    def __init__(self, workdir: Path, env: dict[str, str], table_format: TableFormat) -> None:
-        self.workdir, self.env, self.format = workdir, env, table_format
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        self.workdir, self.env = workdir, env
 
     def __call__(self, *args: str, json_out: bool = True) -> Step:
-        from jobs.cli import main
-
-        argv = [*args, "--conf", str(CONF), "--workdir", str(self.workdir), "--format", self.format.value]
+        argv = [*args, "--conf", str(CONF), "--workdir", str(self.workdir)]
         argv += ["--quiet", "--json"] if json_out else ["--quiet"]
-        out, err = io.StringIO(), io.StringIO()
-        with pytest.MonkeyPatch.context() as patch:
-            for key, value in self.env.items():
-                patch.setenv(key, value)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(argv)
-        text = out.getvalue()
-        data = json.loads(text) if json_out and code == 0 and text.strip() else text
-        return Step(code, data, err.getvalue())
+        ran = run_cli(argv, self.env)
+        data = json.loads(ran.stdout) if json_out and ran.code == 0 and ran.stdout.strip() else ran.stdout
+        return Step(ran.code, data, ran.stderr)
 
 
 @dataclass(frozen=True)
@@ -90,17 +80,15 @@ class Queue:
         return {name: self.registry.get(name).current_version() for name in names}
 
 
-@pytest.fixture(scope="module", params=FORMATS, ids=[f.value for f in FORMATS])
+@pytest.fixture(scope="module")
 def queue(
-    request: pytest.FixtureRequest,
     spark_session: Any,
     lakehouse_config: LakehouseConfig,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Queue]:
-    table_format = TableFormat(request.param)
     env = {"LAKEHOUSE__INSTANCE": f"exc{uuid.uuid4().hex[:6]}", "LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS": "2"}
     workdir = lakehouse_config.workdir_path
-    config = load_config(CONF, environ=env, overrides={"workdir": str(workdir), "force_format": table_format})
+    config = load_config(CONF, environ=env, overrides={"workdir": str(workdir)})
     registry = TableRegistry(spark_session, config)
     deliveries = tmp_path_factory.mktemp("exceptions") / "history"
     generate(deliveries, SETTINGS)
@@ -108,7 +96,7 @@ def queue(
     held = tuple(f for f in truth["faults"] if f["expected_fate"] == "exceptions")
     assert len(held) >= 2, "the history must hold two late orders: one to approve, one to reject"
 
-    run = Runner(workdir, env, table_format)
+    run = Runner(workdir, env)
     steps: dict[str, Step] = {}
     for feed in FEEDS:
         steps[f"ingest-{feed}"] = run("ingest", "--feed", feed, "--source", str(deliveries))
