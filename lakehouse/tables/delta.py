@@ -10,6 +10,7 @@ have touched anything (a merge or delete not bounded by partition).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,9 @@ USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 TOUCHED_KEY = "lakehouse.candidate-touched"
 """Commit metadata key on shadow-table writes: JSON list of partition dicts, or "*"."""
 CANDIDATES_DIR = "_candidates"
+_LOG_VERSION = re.compile(r"(\d{20})\.(?:json|checkpoint\b.*)")
+"""A commit or checkpoint file in ``_delta_log``, its version in group 1 (checksums, compacted
+logs and temporary files are named otherwise)."""
 
 
 class DeltaLakeTable(Table):
@@ -207,12 +211,22 @@ class DeltaLakeTable(Table):
         return _history(self.spark, self.location)
 
     def current_version(self) -> int | None:
-        from delta.tables import DeltaTable
+        """The newest commit's version, from the names in ``_delta_log``.
 
+        Delta finds its latest version the same way (a listing of the log), but asking it
+        through ``history(1)`` also rebuilds the table's snapshot with a Spark job: about
+        0.15 s a call on a tiny table against 0.02 s for the listing, and the replay flow
+        asks hundreds of times. Path-based tables with file-system commits only (no commit
+        coordinator), which is how the toolkit creates them.
+        """
         if not self.exists():
             return None
-        rows = DeltaTable.forPath(self.spark, self.location).history(1).select("version").collect()
-        return int(rows[0]["version"]) if rows else None
+        found = (_LOG_VERSION.fullmatch(name) for name in _list_dir(self.spark, self._log_location))
+        return max((int(m.group(1)) for m in found if m), default=None)
+
+    @property
+    def _log_location(self) -> str:
+        return f"{self.location.rstrip('/')}/_delta_log"
 
     def _has_version(self, version: int) -> bool:
         current = self.current_version()
