@@ -44,11 +44,17 @@ jars: $(STAMP) ## resolve the JVM jars once into ~/.cache/lakehouse-replay (outs
 demo: setup ## run the main job on the embedded default (work/ under this folder)
 	$(BIN)/lakehouse demo --conf $(CONF)
 
+# Two workers (pytest-xdist): one Spark driver keeps about 1.2 of 2 cores busy on tiny data,
+# so a second driver fills the rest. Each test module is one unit of work (its history is
+# built once); tests/conftest.py schedules them. WORKERS=0 runs in this process.
+WORKERS ?= 2
+XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --no-loadscope-reorder)
+
 test: setup lint ## the whole suite: lint, unit, Spark integration on both formats, notebooks
-	$(BIN)/pytest --durations=30 $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) --durations=30 $(PYTEST_ARGS)
 
 test-fast: setup ## the suite without the slow end-to-end tests
-	$(BIN)/pytest -m 'not slow' $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) -m 'not slow' $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff (lint + format check) and mypy
 	$(BIN)/ruff check .

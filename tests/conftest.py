@@ -180,3 +180,33 @@ def lifecycle(
     for table in env.registry:
         if table.exists():
             table.drop()
+
+
+LIFECYCLE_READERS = (
+    "tests/workloads/asof/test_asof.py",
+    "tests/workloads/replay/test_replay_flow.py",
+    "tests/workloads/replay/test_replay_quality.py",
+)
+"""The modules that read the session-wide :func:`lifecycle`: one worker runs them all, so
+the history is built once per format in the whole run, not once per worker."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules with slow tests first (a stable sort): each worker of a parallel run starts on
+    a long history while the short modules fill the gaps at the end."""
+    slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``make test`` runs on two workers (pytest-xdist). Each module is one unit of work, so a
+    module-scoped history is built once; the lifecycle's readers share one unit."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class HistoryScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "lifecycle" if module in LIFECYCLE_READERS else module
+
+    return HistoryScheduling(config, log)  # type: ignore[arg-type]
