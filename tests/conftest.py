@@ -1,4 +1,4 @@
-"""One Spark session for the whole run, with Delta and Iceberg loaded, table factories, and the
+"""One Spark session per test process, with Delta and Iceberg loaded, table factories, and the
 shared lifecycle history (built once per format through the product, read by many tests).
 
 Which tests run on which formats:
@@ -12,8 +12,8 @@ Which tests run on which formats:
   quality histories) run on the shipped mixed-format default (``shipped_lakehouse``):
   Delta Bronze and ops (so the ledger, the outbox and the exceptions queue), Iceberg Silver
   and Gold. Their code never branches on a format (``tests/test_layers.py`` checks which
-  modules name one), so a second and third run of the same story on one forced format
-  tested the table interface again at twice the cost of the suite's slowest part.
+  modules name one), so running each story once per forced format tested the table
+  interface again, at twice the cost of the suite's slowest part.
 
 The fixture is named ``spark_session`` on purpose: it replaces pytest-spark's fixture of
 that name, so that tests get the session the toolkit itself builds (lakehouse.session),
@@ -125,13 +125,11 @@ class Lakehouse:
 
 
 def fresh_lakehouse(
-    spark: object, config: LakehouseConfig, table_format: TableFormat | None, prefix: str = "t"
+    spark: object, config: LakehouseConfig, table_format: TableFormat | None
 ) -> Iterator[Lakehouse]:
     """Every configured table in a fresh instance, forced to ``table_format`` (None: the
     shipped zone formats); nothing is created, everything is dropped afterwards."""
-    config = config.model_copy(
-        update={"force_format": table_format, "instance": f"{prefix}{uuid.uuid4().hex[:8]}"}
-    )
+    config = config.model_copy(update={"force_format": table_format, "instance": f"t{uuid.uuid4().hex[:8]}"})
     env = Lakehouse(spark, config)
     yield env
     for table in env.registry:
@@ -188,14 +186,25 @@ LIFECYCLE_READERS = (
     "tests/workloads/replay/test_replay_quality.py",
 )
 """The modules that read the session-wide :func:`lifecycle`: one worker runs them all, so
-the history is built once per format in the whole run, not once per worker."""
+the history is built once per format in the whole run, not once per worker (checked at
+collection: a new reader must be listed here)."""
+
+
+def module_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules with slow tests first (a stable sort): each worker of a parallel run starts on
-    a long history while the short modules fill the gaps at the end."""
-    slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow)
+    a long history while the short modules fill the gaps at the end. Refuses a reader of the
+    lifecycle that :data:`LIFECYCLE_READERS` does not list."""
+    unlisted = {module_of(item) for item in items if "lifecycle" in getattr(item, "fixturenames", ())} - set(
+        LIFECYCLE_READERS
+    )
+    if unlisted:
+        raise pytest.UsageError(f"add {sorted(unlisted)} to LIFECYCLE_READERS in tests/conftest.py")
+    slow = {module_of(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: module_of(item) not in slow)
 
 
 @pytest.hookimpl(optionalhook=True)
