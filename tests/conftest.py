@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -124,6 +124,13 @@ class Lakehouse:
         self.registry = TableRegistry(spark, config)  # type: ignore[arg-type]
 
 
+def drop_all(tables: Iterable[Table]) -> None:
+    """Drop every table that exists (a fixture's teardown of its lakehouse instance)."""
+    for table in tables:
+        if table.exists():
+            table.drop()
+
+
 def fresh_lakehouse(
     spark: object, config: LakehouseConfig, table_format: TableFormat | None
 ) -> Iterator[Lakehouse]:
@@ -132,9 +139,7 @@ def fresh_lakehouse(
     config = config.model_copy(update={"force_format": table_format, "instance": f"t{uuid.uuid4().hex[:8]}"})
     env = Lakehouse(spark, config)
     yield env
-    for table in env.registry:
-        if table.exists():
-            table.drop()
+    drop_all(env.registry)
 
 
 @pytest.fixture
@@ -175,9 +180,7 @@ def lifecycle(
     env = Lakehouse(spark_session, config)
     folder = tmp_path_factory.mktemp(f"lifecycle-{table_format.value}")
     yield live_lifecycle(env, declared_engines(folder), folder / "history")
-    for table in env.registry:
-        if table.exists():
-            table.drop()
+    drop_all(env.registry)
 
 
 LIFECYCLE_READERS = (

@@ -28,7 +28,7 @@ import pytest
 
 from lakehouse.config import LakehouseConfig, TableFormat, load_config
 from tests.cli_runner import instance_env, run_cli
-from tests.conftest import TEST_JAVA_OPTIONS
+from tests.conftest import TEST_JAVA_OPTIONS, drop_all
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -69,9 +69,7 @@ def demo(spark_session: Any, lakehouse_config: LakehouseConfig) -> Iterator[Demo
     yield Demo(done.returncode, report, done.stderr, config, env)
     from lakehouse.tables import TableRegistry
 
-    for table in TableRegistry(spark_session, config):
-        if table.exists():
-            table.drop()
+    drop_all(TableRegistry(spark_session, config))
 
 
 def cli(env: dict[str, str], *args: str) -> tuple[int, str]:

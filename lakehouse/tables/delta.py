@@ -41,9 +41,9 @@ USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 TOUCHED_KEY = "lakehouse.candidate-touched"
 """Commit metadata key on shadow-table writes: JSON list of partition dicts, or "*"."""
 CANDIDATES_DIR = "_candidates"
-_LOG_VERSION = re.compile(r"(\d{20})\.(?:json|checkpoint\b.*)")
-"""A commit or checkpoint file in ``_delta_log``, its version in group 1 (checksums, compacted
-logs and temporary files are named otherwise)."""
+_COMMIT_FILE = re.compile(r"(\d{20})\.json")
+"""A commit file in ``_delta_log``, its version in group 1 (checkpoints, checksums, compacted
+logs and temporary files are named otherwise; log cleanup never removes the newest commit)."""
 
 
 class DeltaLakeTable(Table):
@@ -221,7 +221,7 @@ class DeltaLakeTable(Table):
         """
         if not self.exists():
             return None
-        found = (_LOG_VERSION.fullmatch(name) for name in _list_dir(self.spark, self._log_location))
+        found = (_COMMIT_FILE.fullmatch(name) for name in _list_dir(self.spark, self._log_location))
         return max((int(m.group(1)) for m in found if m), default=None)
 
     @property

@@ -31,6 +31,7 @@ import pytest
 
 from lakehouse.config import LakehouseConfig, load_config
 from tests.cli_runner import instance_env, run_cli
+from tests.conftest import drop_all
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -189,9 +190,7 @@ def history(
     run("ledger-verify-tampered", "ledger", "verify")
 
     yield History(run.steps, config, env)
-    for table in TableRegistry(spark_session, config):
-        if table.exists():
-            table.drop()
+    drop_all(TableRegistry(spark_session, config))
 
 
 def codes(history: History, *names: str) -> dict[str, int]:

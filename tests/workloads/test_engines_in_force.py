@@ -35,7 +35,7 @@ from ledger.clock import FixedClock
 from ledger.engines import load_engines
 from ledger.entries import RunFinished, RunStarted
 from ledger.reader import LedgerReader
-from tests.conftest import Lakehouse
+from tests.conftest import Lakehouse, drop_all
 from tests.replay_history import (
     ANN,
     BOB,
@@ -173,9 +173,7 @@ def story(
     config = lakehouse_config.model_copy(update={"instance": "forcemix"})
     env = Lakehouse(spark_session, config)
     yield live_story(env, tmp_path_factory.mktemp("in-force") / "history")
-    for table in env.registry:
-        if table.exists():
-            table.drop()
+    drop_all(env.registry)
 
 
 def in_force(entry: RunStarted) -> dict[str, dict[str, str]]:

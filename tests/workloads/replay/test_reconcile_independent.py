@@ -34,7 +34,7 @@ from lakehouse.config import LakehouseConfig
 from ledger.clock import FixedClock
 from ledger.entries import ReconciliationDecision
 from tests.cli_runner import instance_env, run_cli
-from tests.conftest import Lakehouse
+from tests.conftest import Lakehouse, drop_all
 from tests.faulty_resolvers import INVENTED_ID
 from tests.replay_history import (
     ANN,
@@ -149,9 +149,7 @@ def judged(
     gold.append(revived, run_id="late-writer")
     tampered = verify(correct.run_id)
     yield Judged(lh, drops, invents, unchanged, correct, verified, tampered, unknown)
-    for table in registry:
-        if table.exists():
-            table.drop()
+    drop_all(registry)
 
 
 def _recorded(judged: Judged, run_id: str) -> ReconciliationDecision:

@@ -36,7 +36,7 @@ from ledger.clock import FixedClock
 from ledger.engines import load_engines
 from ledger.entries import Notification, RunStarted
 from ledger.reader import LedgerReader
-from tests.conftest import Lakehouse
+from tests.conftest import Lakehouse, drop_all
 from tests.replay_history import (
     EVENTS,
     GOLD,
@@ -193,9 +193,7 @@ def story(
     config = lakehouse_config.model_copy(update={"instance": "prodmix"})
     env = Lakehouse(spark_session, config)
     yield _story(env, tmp_path_factory.mktemp("producer") / "history")
-    for table in env.registry:
-        if table.exists():
-            table.drop()
+    drop_all(env.registry)
 
 
 def _current(content: dict[tuple[str, str], dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:

@@ -28,6 +28,7 @@ import pytest
 
 from lakehouse.config import LakehouseConfig
 from tests.cli_runner import instance_env, run_cli
+from tests.conftest import drop_all
 
 REPO = Path(__file__).resolve().parents[3]
 CONF = REPO / "conf" / "lakehouse.yaml"
@@ -103,9 +104,7 @@ def measured(
     assert code == 0, err
     recorded = LedgerReader.for_registry(registry).entries(kind="quality_comparison")
     yield Measured(truth, v3, v3_again, v2, recorded)
-    for table in registry:
-        if table.exists():
-            table.drop()
+    drop_all(registry)
 
 
 @pytest.mark.spark

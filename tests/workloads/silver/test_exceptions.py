@@ -27,7 +27,8 @@ from lakehouse.config import LakehouseConfig, load_config
 from lakehouse.digest import canonical_hash
 from lakehouse.tables import TableRegistry
 from ledger import RunFinished, RunStarted, SystemClock, open_ledger
-from tests.cli_runner import run_cli
+from tests.cli_runner import instance_env, run_cli
+from tests.conftest import drop_all
 from workloads.synthetic.generator import GeneratorSettings, generate
 from workloads.vocabulary import FEEDS, ExceptionStatus, Lateness, TableName
 
@@ -86,7 +87,7 @@ def queue(
     lakehouse_config: LakehouseConfig,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Queue]:
-    env = {"LAKEHOUSE__INSTANCE": f"exc{uuid.uuid4().hex[:6]}", "LAKEHOUSE__SPARK__SHUFFLE_PARTITIONS": "2"}
+    env = instance_env(f"exc{uuid.uuid4().hex[:6]}")
     workdir = lakehouse_config.workdir_path
     config = load_config(CONF, environ=env, overrides={"workdir": str(workdir)})
     registry = TableRegistry(spark_session, config)
@@ -102,9 +103,7 @@ def queue(
         steps[f"ingest-{feed}"] = run("ingest", "--feed", feed, "--source", str(deliveries))
     steps["build-silver"] = run("build", "silver")
     yield Queue(run, registry, held, steps)
-    for table in registry:
-        if table.exists():
-            table.drop()
+    drop_all(registry)
 
 
 def queued(q: Queue, status: str | None = None) -> list[dict[str, Any]]:

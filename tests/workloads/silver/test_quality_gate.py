@@ -11,19 +11,16 @@ well-formed, so it passes canonicalisation and reaches the gate.
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from lakehouse.config import LakehouseConfig, TableFormat
+from lakehouse.config import TableFormat
 from lakehouse.errors import DataQualityError
-from lakehouse.tables import TableRegistry
 from ledger import RunFinished, RunStarted, open_ledger
 from ledger.clock import FixedClock
+from tests.conftest import Lakehouse
 from workloads.gold.quality import medallion_gate
 from workloads.pipeline import run_ingest, run_silver
 from workloads.silver.build import OUTPUT_TABLES
@@ -60,21 +57,10 @@ def deliver(root: Path, day: str, lines: list[str]) -> Path:
     return root
 
 
-@pytest.fixture
-def shipped(spark_session: Any, lakehouse_config: LakehouseConfig) -> Iterator[TableRegistry]:
-    """A fresh lakehouse in the shipped mixed-format configuration (no forced format)."""
-    config = lakehouse_config.model_copy(update={"instance": f"t{uuid.uuid4().hex[:8]}"})
-    registry = TableRegistry(spark_session, config)
-    yield registry
-    for table in registry:
-        if table.exists():
-            table.drop()
-
-
 def test_rows_that_break_the_silver_suite_stop_a_recorded_build_before_any_write(
-    shipped: TableRegistry, tmp_path: Path
+    shipped_lakehouse: Lakehouse, tmp_path: Path
 ) -> None:
-    registry = shipped
+    registry = shipped_lakehouse.registry
     assert registry.spec(TableName.SILVER_EVENTS).format is TableFormat.ICEBERG
     assert registry.spec(TableName.BRONZE_ORDERS).format is TableFormat.DELTA
     clock = FixedClock(START, step=timedelta(seconds=1))
