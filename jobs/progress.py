@@ -35,6 +35,11 @@ from rich.text import Text
 
 OUR_PACKAGES = ("lakehouse", "ledger", "workloads", "jobs")
 """Loggers whose level the command-line flags set; every other logger stays at WARNING."""
+PYSPARK_QUERY_LOGGER = "SQLQueryContextLogger"
+"""pyspark's logger that prints every failed SQL statement, with its JVM stack, as JSON on
+stderr, including statements the toolkit expects to fail and handles (refreshing a table
+that does not exist yet). An error that matters reaches the user as the command's own
+one-line error (``--debug`` adds the traceback), so this one is silenced."""
 
 log = logging.getLogger("jobs.progress")
 
@@ -119,6 +124,7 @@ def configure_logging(level: int, *, console: Console | None = None, started: fl
         root.setLevel(logging.WARNING)
     for name in OUR_PACKAGES:
         logging.getLogger(name).setLevel(level)
+    logging.getLogger(PYSPARK_QUERY_LOGGER).setLevel(logging.CRITICAL)
 
 
 def _elapsed_text(moment: datetime, origin: float) -> Text:

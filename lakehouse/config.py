@@ -119,7 +119,7 @@ def _default_zone_formats() -> dict[Zone, TableFormat]:
         Zone.BRONZE: TableFormat.DELTA,
         Zone.SILVER: TableFormat.ICEBERG,
         Zone.GOLD: TableFormat.ICEBERG,
-        Zone.OPS: TableFormat.DELTA,
+        Zone.OPS: TableFormat.ICEBERG,
     }
 
 

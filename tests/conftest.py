@@ -10,8 +10,8 @@ Which tests run on which formats:
 * the workload stories above the table interface (Silver and Gold builds, the replay flow,
   the engines in force, the exceptions queue, the independent recount, the producer and
   quality histories) run on the shipped mixed-format default (``shipped_lakehouse``):
-  Delta Bronze and ops (so the ledger, the outbox and the exceptions queue), Iceberg Silver
-  and Gold. Their code never branches on a format (``tests/test_layers.py`` checks which
+  Delta Bronze; Iceberg Silver, Gold and ops (so the ledger, the outbox and the exceptions
+  queue). Their code never branches on a format (``tests/test_layers.py`` checks which
   modules name one), so running each story once per forced format tested the table
   interface again, at twice the cost of the suite's slowest part.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lakehouse.config import LakehouseConfig, TableFormat, TableSettings
@@ -65,6 +66,21 @@ class TableRegistry:
 
     def get(self, name: str) -> Table:
         return open_table(self.spark, self.config, self.spec(name))
+
+    def in_another_format(self, name: str) -> Table | None:
+        """The table ``name`` as it exists in a format other than the configured one, if it does.
+
+        A lakehouse keeps one format per table: a work dir made before ``zone_formats`` (or
+        its default) changed still holds the table in the old format, and creating it again
+        in the new one would silently start an empty twin beside it.
+        """
+        spec = self.spec(name)
+        for other in TableFormat:
+            if other is not spec.format:
+                table = open_table(self.spark, self.config, replace(spec, format=other))
+                if table.exists():
+                    return table
+        return None
 
     def __iter__(self) -> Iterator[Table]:
         return (self.get(name) for name in self.names())

@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
-from lakehouse.errors import LedgerSchemaError
+from lakehouse.errors import ConfigError, LedgerSchemaError
 from lakehouse.tables import Table, TableRegistry
 from ledger.chain import HASHED_FIELDS
 from ledger.clock import Clock
 from ledger.entries import LedgerSchemaChanged
 from ledger.migrations import m0001_initial, m0002_refs
-from ledger.store import commit_entries, ledger_table, read_tip
+from ledger.store import LEDGER_TABLE, commit_entries, ledger_table, read_tip
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,8 @@ def migrate(target: TableRegistry | Table, *, clock: Clock, to_version: int | No
             f"ledger schema v{goal} does not exist; this code knows v1..v{CURRENT_SCHEMA_VERSION}"
         )
     start = schema_version(table)
+    if start == 0 and isinstance(target, TableRegistry):
+        _refuse_a_ledger_in_another_format(target)
     if start > CURRENT_SCHEMA_VERSION:
         raise LedgerSchemaError(
             f"{table.name} is at ledger schema v{start}, newer than this code (v{CURRENT_SCHEMA_VERSION}); "
@@ -120,3 +122,19 @@ def migrate(target: TableRegistry | Table, *, clock: Clock, to_version: int | No
         )
         applied.append(migration.name)
     return MigrationReport(start, max(start, goal), tuple(applied))
+
+
+def _refuse_a_ledger_in_another_format(registry: TableRegistry) -> None:
+    """Refuse to start a new ledger while the configured one exists in another format.
+
+    A work dir made while ``ops`` was Delta (the default before it became Iceberg) keeps its
+    ledger there; starting an empty Iceberg ledger beside it would lose every run's record.
+    """
+    other = registry.in_another_format(LEDGER_TABLE)
+    if other is not None:
+        configured = registry.spec(LEDGER_TABLE).format.value
+        raise ConfigError(
+            f"{LEDGER_TABLE} exists as a {other.spec.format.value} table ({other.location}) but "
+            f"zone_formats.ops is {configured}: set 'zone_formats: {{ops: {other.spec.format.value}}}' "
+            f"in lakehouse.yaml to keep this lakehouse, or use a new --workdir"
+        )

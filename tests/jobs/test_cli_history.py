@@ -239,8 +239,8 @@ def test_the_cli_runs_in_the_tests_work_dir_and_instance(history: History) -> No
         assert workdir in table["location"] or table["format"] == "iceberg", (name, table["location"])
         assert instance in table["location"], (name, table["location"])
     formats = {name: t["format"] for name, t in after.items()}
-    assert formats["bronze.orders"] == formats["ops.ledger"] == "delta", "the shipped zone formats"
-    assert formats["silver.events"] == formats["gold.correlations"] == "iceberg"
+    assert formats["bronze.orders"] == "delta", "the shipped zone formats"
+    assert formats["silver.events"] == formats["gold.correlations"] == formats["ops.ledger"] == "iceberg"
 
 
 def test_generate_ingest_and_builds_report_what_they_wrote(history: History) -> None:

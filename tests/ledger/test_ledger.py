@@ -749,3 +749,39 @@ def test_two_writer_processes_that_conflict_keep_one_linear_chain(
 
 if __name__ == "__main__":
     child_main(json.loads(sys.argv[1]))
+
+
+@pytest.mark.spark
+def test_a_ledger_kept_in_another_format_is_refused_not_started_again(
+    spark_session: Any, lakehouse_config: LakehouseConfig
+) -> None:
+    """A work dir made while ``ops`` was Delta (the old default) keeps its ledger: opening it
+    with ``ops`` in Iceberg is exit 2 naming the setting, and nothing is created or lost."""
+    from tests.cli_runner import instance_env, run_cli
+    from tests.conftest import drop_all
+
+    instance = f"fmt{uuid.uuid4().hex[:6]}"
+    argv = ["ledger", "verify", "--conf", str(REPO / "conf" / "lakehouse.yaml")]
+    argv += ["--workdir", str(lakehouse_config.workdir_path), "--json"]
+    as_delta = {**instance_env(instance), "LAKEHOUSE__ZONE_FORMATS__OPS": "delta"}
+    made = run_cli(argv, as_delta)
+    assert made.code == 0, made.stderr
+
+    refused = run_cli(argv, instance_env(instance))
+    assert refused.code == 2, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, "one line: no log of the statements that probed for the ledger"
+    error = json.loads(lines[0])
+    assert "ops.ledger exists as a delta table" in error["error"]
+    assert "zone_formats.ops is iceberg" in error["error"]
+    config = load_config(
+        REPO / "conf" / "lakehouse.yaml",
+        environ=instance_env(instance),
+        overrides={"workdir": str(lakehouse_config.workdir_path)},
+    )
+    assert not TableRegistry(spark_session, config).get("ops.ledger").exists(), "no empty twin"
+
+    kept = run_cli(argv, as_delta)
+    assert kept.code == 0, kept.stderr
+    assert json.loads(made.stdout) == json.loads(kept.stdout)
+    drop_all(TableRegistry(spark_session, config.model_copy(update={"force_format": TableFormat.DELTA})))

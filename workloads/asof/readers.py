@@ -8,8 +8,8 @@ Both readers answer the same three questions, so every route runs on either:
 * ``columns(table)``: the table's filterable columns and their simple types.
 
 :class:`SparkReader` uses the lakehouse's own table classes. :class:`PythonReader` starts no
-JVM: Iceberg tables through pyiceberg on the same JDBC (SQLite) catalog, Delta tables (the
-ledger lives in the ``ops`` zone, Delta by default) through the ``deltalake`` package.
+JVM: Iceberg tables through pyiceberg on the same JDBC (SQLite) catalog, Delta tables (Bronze by
+default, and the ledger when the ``ops`` zone is Delta) through the ``deltalake`` package.
 A version that no longer exists (snapshots expired, files vacuumed) raises
 :class:`VersionGoneError`, never an obscure storage error.
 """

@@ -2,8 +2,8 @@
 
 Runs the product path a user runs (``lakehouse build silver``): deliveries ingested by
 ``run_ingest``, Silver built by ``run_silver`` with ``medallion_gate``, the gate the
-command line passes. Tables use the shipped zone formats (Delta Bronze and ops, Iceberg
-Silver), not a forced one. The failing rows are made the way they would arrive: a partner
+command line passes. Tables use the shipped zone formats (Delta Bronze, Iceberg
+Silver and ops), not a forced one. The failing rows are made the way they would arrive: a partner
 delivers an order in a currency the reference domain does not trade in; the line is
 well-formed, so it passes canonicalisation and reaches the gate.
 """
