@@ -747,10 +747,6 @@ def test_two_writer_processes_that_conflict_keep_one_linear_chain(
             table.drop()
 
 
-if __name__ == "__main__":
-    child_main(json.loads(sys.argv[1]))
-
-
 @pytest.mark.spark
 def test_a_ledger_kept_in_another_format_is_refused_not_started_again(
     spark_session: Any, lakehouse_config: LakehouseConfig
@@ -785,3 +781,7 @@ def test_a_ledger_kept_in_another_format_is_refused_not_started_again(
     assert kept.code == 0, kept.stderr
     assert json.loads(made.stdout) == json.loads(kept.stdout)
     drop_all(TableRegistry(spark_session, config.model_copy(update={"force_format": TableFormat.DELTA})))
+
+
+if __name__ == "__main__":
+    child_main(json.loads(sys.argv[1]))
