@@ -1,7 +1,9 @@
 """Reading the ledger: entries by run or kind, the tip, lineage, and verification.
 
-The reader never writes. Each method is one or two Spark queries over ``ops.ledger``; the
-logic on the rows is in the pure functions of :mod:`ledger.chain` and :mod:`ledger.lineage`.
+The reader never writes. Queries filter the records of the ledger's current version, which
+are read once per version and process (:func:`ledger.store.current_records`); ``verify``
+reads the table afresh. The logic on the rows is in the pure functions of
+:mod:`ledger.chain` and :mod:`ledger.lineage`.
 """
 
 from __future__ import annotations
@@ -11,11 +13,7 @@ from lakehouse.tables import Table, TableRegistry
 from ledger.chain import LedgerRecord, VerifyReport, verify_chain
 from ledger.entries import KINDS, LedgerEntryBase, out_ref
 from ledger.lineage import PRODUCING_KINDS, Lineage, lineage_of
-from ledger.store import ledger_table, read_records, storage_for, table_columns
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+from ledger.store import current_records, ledger_table, read_records
 
 
 class LedgerReader:
@@ -31,14 +29,11 @@ class LedgerReader:
 
     def records(self, *, kind: str | None = None, run_id: str | None = None) -> list[LedgerRecord]:
         """Stored records (optionally of one kind and/or run), in seq order."""
-        if not self.table.exists():
-            return []
-        conditions = []
-        if kind is not None:
-            conditions.append(f"kind = {_quote(kind)}")
-        if run_id is not None:
-            conditions.append(f"run_id = {_quote(run_id)}")
-        return read_records(self.table, where=" AND ".join(conditions) or None)
+        return [
+            r
+            for r in current_records(self.table)
+            if (kind is None or r.kind == kind) and (run_id is None or r.run_id == run_id)
+        ]
 
     def entries(self, *, kind: str | None = None, run_id: str | None = None) -> list[LedgerEntryBase]:
         """Typed entries (optionally of one kind and/or run), in seq order."""
@@ -56,35 +51,22 @@ class LedgerReader:
 
     def tip(self) -> LedgerRecord | None:
         """The last record (highest seq); None for a missing or empty ledger."""
-        if not self.table.exists():
-            return None
-        found = read_records(
-            self.table, where=f"seq = (SELECT max(seq) FROM {storage_for(self.table).sql_name(self.table)})"
-        )
-        return found[-1] if found else None
+        records = current_records(self.table)
+        return max(records, key=lambda r: (r.seq, r.hash)) if records else None
 
     def lineage(self, table: str, version: int) -> Lineage | None:
         """Which run produced ``table`` at ``version``, its engines and input snapshots.
 
         None if no entry names that version (written outside any recorded run).
         """
-        if not self.table.exists():
-            return None
-        columns = table_columns(self.table)
-        kinds = ", ".join(_quote(k) for k in PRODUCING_KINDS)
-        condition = f"kind IN ({kinds})"
-        if "refs" in columns:
-            # v1 rows have no refs: keep them and let the pure function read their bodies.
-            condition += f" AND (refs IS NULL OR array_contains(refs, {_quote(out_ref(table, version))}))"
-        named = read_records(self.table, where=condition, columns=columns)
+        records = current_records(self.table)
+        wanted = out_ref(table, version)
+        # v1 rows have no refs: keep them and let the pure function read their bodies.
+        named = [r for r in records if r.kind in PRODUCING_KINDS and (r.refs is None or wanted in r.refs)]
         found = lineage_of(named, table, version)
         if found is None:
             return None
-        started = read_records(
-            self.table,
-            where=f"kind = 'run_started' AND run_id = {_quote(found.run_id)}",
-            columns=columns,
-        )
+        started = [r for r in records if r.kind == "run_started" and r.run_id == found.run_id]
         return lineage_of([*named, *started], table, version)
 
     def verify(self) -> VerifyReport:

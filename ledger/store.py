@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -115,6 +116,10 @@ class LedgerStorage(ABC):
         """SQL relation of the table at ``pin`` (or latest)."""
 
     @abstractmethod
+    def follows(self, table: Table, version: int, base: int) -> bool:
+        """Whether ``version`` was committed directly on top of ``base`` (nothing in between)."""
+
+    @abstractmethod
     def guarded_append(
         self, table: Table, df: DataFrame, *, first_seq: int, rows: int, pin: int | None, meta: dict[str, str]
     ) -> bool | None:
@@ -150,8 +155,12 @@ class DeltaLedgerStorage(LedgerStorage):
     def pin(self, table: Table) -> int | None:
         return None
 
+    def follows(self, table: Table, version: int, base: int) -> bool:
+        return version == base + 1  # Delta numbers its commits one by one
+
     def source(self, table: Table, pin: int | None) -> str:
-        return self.sql_name(table)
+        name = self.sql_name(table)
+        return f"{name} VERSION AS OF {int(pin)}" if pin is not None else name
 
     def guarded_append(
         self, table: Table, df: DataFrame, *, first_seq: int, rows: int, pin: int | None, meta: dict[str, str]
@@ -201,6 +210,12 @@ class IcebergLedgerStorage(LedgerStorage):
 
     def pin(self, table: Table) -> int | None:
         return table.current_version()
+
+    def follows(self, table: Table, version: int, base: int) -> bool:
+        rows = table.spark.sql(
+            f"SELECT parent_id FROM {self.sql_name(table)}.`snapshots` WHERE snapshot_id = {int(version)}"
+        ).collect()
+        return bool(rows) and rows[0]["parent_id"] == base
 
     def source(self, table: Table, pin: int | None) -> str:
         name = self.sql_name(table)
@@ -294,6 +309,64 @@ def _record(row: dict[str, Any]) -> LedgerRecord:
     )
 
 
+# -- the records of one version, read once per process ---------------------------------------
+
+
+@dataclass(frozen=True)
+class _VersionRecords:
+    version: int
+    records: tuple[LedgerRecord, ...]
+
+
+_KEPT: dict[str, _VersionRecords] = {}
+"""Per ledger location, the records of the newest version this process has read or written."""
+_KEPT_LOCK = threading.Lock()
+
+
+def current_records(table: Table) -> tuple[LedgerRecord, ...]:
+    """Every record of the ledger's current version, in seq order (empty if it does not exist).
+
+    A table version never changes once committed, so the records of the last version this
+    process read (or wrote, see :func:`commit_entries`) are kept, and asking again at the
+    same version costs one version lookup instead of a scan: a command reads the ledger many
+    times between its appends. :meth:`ledger.reader.LedgerReader.verify` reads the table
+    afresh instead, so it sees whatever the files hold.
+    """
+    storage = storage_for(table)
+    storage.refresh(table)
+    if not table.exists():
+        return ()
+    version = table.current_version()
+    if version is None:
+        return tuple(read_records(table))
+    return _records_at(table, version)
+
+
+def _kept(table: Table, version: int) -> tuple[LedgerRecord, ...] | None:
+    with _KEPT_LOCK:
+        kept = _KEPT.get(table.location)
+    return kept.records if kept is not None and kept.version == version else None
+
+
+def _keep(table: Table, version: int, records: tuple[LedgerRecord, ...]) -> None:
+    with _KEPT_LOCK:
+        _KEPT[table.location] = _VersionRecords(version, records)
+
+
+def _records_at(table: Table, version: int) -> tuple[LedgerRecord, ...]:
+    kept = _kept(table, version)
+    if kept is not None:
+        return kept
+    records = tuple(read_records(table, as_of=version))
+    _keep(table, version, records)
+    return records
+
+
+def _tip_of(records: Sequence[LedgerRecord]) -> Tip | None:
+    last = max(records, key=lambda r: (r.seq, r.hash), default=None)
+    return Tip(last.seq, last.hash, last.schema_version) if last is not None else None
+
+
 @dataclass(frozen=True)
 class _Probe:
     tip: Tip | None
@@ -329,8 +402,11 @@ def read_tip(table: Table) -> Tip | None:
     storage.refresh(table)
     if not table.exists():
         return None
-    pin = storage.pin(table)
-    return _probe(table, storage, pin, ()).tip
+    version = table.current_version()
+    kept = _kept(table, version) if version is not None else None
+    if kept is not None:
+        return _tip_of(kept)
+    return _probe(table, storage, storage.pin(table), ()).tip
 
 
 def _quote(text: str) -> str:
@@ -425,7 +501,13 @@ def commit_entries(
     for attempt in range(max_attempts):
         storage.refresh(table)
         pin = storage.pin(table)
-        probe = _probe(table, storage, pin, ids if deduplicate else ())
+        base = pin if pin is not None else table.current_version()
+        kept = _kept(table, base) if base is not None else None
+        if kept is not None:
+            held = {r.entry_id for r in kept}
+            probe = _Probe(_tip_of(kept), frozenset(i for i in ids if deduplicate and i in held))
+        else:
+            probe = _probe(table, storage, pin, ids if deduplicate else ())
         todo, skipped = _pending(entries, ids, probe.present, deduplicate)
         if not todo:
             return AppendResult((), tuple(skipped), attempt + 1)
@@ -448,12 +530,24 @@ def commit_entries(
         if written is None:
             written = _confirm(table, storage, records)
         if written:
+            if kept is not None and base is not None:
+                _keep_after_own_commit(table, storage, base, (*kept, *records))
             return AppendResult(tuple(records), tuple(skipped), attempt + 1)
         _backoff(attempt, ids[0])
     raise LedgerConflictError(
         f"could not append {len(entries)} entries to {table.name} after {max_attempts} attempts: "
         f"other writers kept winning; retry later"
     )
+
+
+def _keep_after_own_commit(
+    table: Table, storage: LedgerStorage, base: int, records: tuple[LedgerRecord, ...]
+) -> None:
+    """Keep ``records`` as the new version's if that version is this commit right after ``base``
+    (no other writer in between); otherwise the next read scans the table."""
+    version = table.current_version()
+    if version is not None and storage.follows(table, version, base):
+        _keep(table, version, records)
 
 
 def _pending(

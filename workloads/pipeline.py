@@ -19,7 +19,7 @@ from typing import Final
 
 from lakehouse.errors import EngineError
 from lakehouse.quality import Gate
-from lakehouse.tables import TableRegistry
+from lakehouse.tables import TableRegistry, describe_versions
 from ledger import Clock, Ledger, RunFinished, RunStarted
 from ledger.engines import EngineSpec
 from workloads.bronze.ingest import IngestReport, bronze_table_of, ingest_feed
@@ -146,7 +146,7 @@ def run_silver(
         for fates in report.fates.values():
             for fate, count in fates.items():
                 run.counts[fate] = run.counts.get(fate, 0) + count
-    log.info("recorded silver run %s: outputs %s", run_id, dict(run.outputs))
+    log.info("recorded silver run %s: outputs %s", run_id, describe_versions(run.outputs))
     return report
 
 
@@ -302,7 +302,7 @@ def run_gold(
             run.counts["correlations_inserted"] = report.correlations.inserted
             run.counts["correlations_superseded"] = report.correlations.superseded
             run.counts["correlations_retracted"] = report.correlations.retracted
-    log.info("recorded gold run %s: outputs %s", run_id, dict(run.outputs))
+    log.info("recorded gold run %s: outputs %s", run_id, describe_versions(run.outputs))
     return replace(report, entity_index=refresh_entity_index(registry, ledger, clock))
 
 

@@ -9,6 +9,7 @@ from lakehouse.tables.base import (
     TableSize,
     TableSpec,
     VersionRef,
+    describe_versions,
     parse_version_ref,
 )
 from lakehouse.tables.delta import DeltaLakeTable
@@ -28,6 +29,7 @@ __all__ = [
     "TableSize",
     "TableSpec",
     "VersionRef",
+    "describe_versions",
     "open_table",
     "parse_version_ref",
     "table_location",

@@ -117,6 +117,13 @@ def utc_moment(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def describe_versions(versions: Mapping[str, int | None]) -> str:
+    """``name@version, ...`` sorted by name, for logs and messages (unwritten tables show ``@-``)."""
+    return ", ".join(
+        f"{name}@{'-' if version is None else version}" for name, version in sorted(versions.items())
+    )
+
+
 def parse_version_ref(ref: VersionRef) -> int | datetime:
     """Normalise every way of naming a table state to a version number or an aware datetime."""
     if isinstance(ref, bool):

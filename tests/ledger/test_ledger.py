@@ -65,7 +65,15 @@ from ledger.identity import EngineIdentity, InputRead, OutputWritten
 from ledger.lineage import lineage_of
 from ledger.migrations import CURRENT_SCHEMA_VERSION, MIGRATIONS, migrate, schema_ddl, schema_version
 from ledger.reader import LedgerReader
-from ledger.store import commit_entries, is_conflict, ledger_table, read_records, records_frame, table_columns
+from ledger.store import (
+    commit_entries,
+    current_records,
+    is_conflict,
+    ledger_table,
+    read_records,
+    records_frame,
+    table_columns,
+)
 from ledger.writer import LedgerWriter
 
 REPO = Path(__file__).resolve().parents[2]
@@ -501,6 +509,13 @@ def test_append_read_lineage_and_one_commit_per_batch(registry: TableRegistry) -
     assert commits[-1].run_id == "run-1"
     assert open_ledger(registry, clock=FixedClock(T0)).migration.applied == ()
 
+    # after its own append, the process answers from the records it read plus those it
+    # wrote: exactly what a fresh scan of the new version reads
+    written = ledger.writer.append(*run_entries("run-2", 8)).records
+    assert [r.seq for r in written] == [5, 6, 7]
+    assert current_records(table) == tuple(read_records(table))
+    assert reader.tip() == written[-1]
+
 
 @pytest.mark.spark
 def test_tampering_through_the_table_is_found_and_named(registry: TableRegistry) -> None:
@@ -522,7 +537,9 @@ def test_tampering_through_the_table_is_found_and_named(registry: TableRegistry)
         assert not report.ok
         return report.first_broken_seq, report.problem or ""
 
+    assert ledger.reader.tip() == clean[10]
     table.delete_where("seq = 10")  # truncated tail: only the commit anchors in the history can tell
+    assert ledger.reader.tip() == clean[9], "a change through the table is a new version: read afresh"
     assert first_broken() == (
         10,
         f"entries from seq 10 on are missing: ledger commit {_tip_commit(table, 10)} recorded tip seq 10",

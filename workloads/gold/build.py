@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Final
 
 from lakehouse.digest import canonical_json
 from lakehouse.errors import TableMissingError
+from lakehouse.tables import describe_versions
 from workloads.gold import baselines as w1
 from workloads.gold.correlations import (
     V1_PRODUCER,
@@ -214,7 +215,7 @@ def build_gold(
     )
     stored_baselines = read_pinned(tables[TableName.BASELINES], pinned[TableName.BASELINES])
     meta = {INPUTS_KEY: canonical_json({TableName.SILVER_EVENTS: silver_version})}
-    log.info("gold build %s: pinned %s (full=%s)", run_id, inputs, full)
+    log.info("gold build %s: pinned %s (full=%s)", run_id, describe_versions(inputs), full)
 
     features = materialize(daily_features(silver))
     new_daily = only_attributed(features)
@@ -291,7 +292,7 @@ def build_gold(
         for name in (TableName.ENTITY_DAILY, TableName.BASELINES)
     }
     outputs[TableName.CORRELATIONS] = written.version
-    log.info("gold build %s: output versions %s", run_id, outputs)
+    log.info("gold build %s: output versions %s", run_id, describe_versions(outputs))
     return GoldReport(
         run_id=run_id,
         full=full,

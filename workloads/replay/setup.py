@@ -17,7 +17,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import ReplayRefusedError, UsageError
-from lakehouse.tables import TableSize
+from lakehouse.tables import TableSize, describe_versions
 from ledger.clock import Clock
 from ledger.engines import EngineCatalog, EngineSpec, engines_in_force
 from ledger.entries import RunStarted
@@ -116,8 +116,13 @@ def setup_replay(
             )
     pins = pin_inputs(plan, registry)
     run_id = replay_run_id(plan, pins, engines)
-    pinned = ", ".join(f"{name}@{version}" for name, version in sorted(pins.items()))
-    log.info("plan %s is run %s (%s), inputs pinned at %s", plan.plan, run_id, engines.change, pinned)
+    log.info(
+        "plan %s is run %s (%s), inputs pinned at %s",
+        plan.plan,
+        run_id,
+        engines.change,
+        describe_versions(pins),
+    )
     return Setup(plan, engines, pins, run_id, bounds, processing_date=today)
 
 

@@ -48,7 +48,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import ConfigError, UsageError
-from lakehouse.tables.base import partition_predicate, sql_literal
+from lakehouse.tables.base import describe_versions, partition_predicate, sql_literal
 from workloads.bronze.ingest import bronze_tables, feed_of
 from workloads.engines import entity_resolution
 from workloads.silver.adapters import ADAPTERS, canonicalise
@@ -196,7 +196,7 @@ def build_silver(
     for table in (silver_table, quarantine_table, exceptions_table):
         table.create(if_not_exists=True)
 
-    log.info("silver build %s: pinned Bronze %s", run_id, {n: v for n, v in pins.items() if v is not None})
+    log.info("silver build %s: pinned Bronze %s", run_id, describe_versions(pins))
     bronze_frames = {feed: registry.get(name).read(as_of=pins[name]) for feed, name in feeds.items()}
     canonical = [canonicalise(frame, ADAPTERS[feed]) for feed, frame in bronze_frames.items()]
     if not canonical:
@@ -220,7 +220,7 @@ def build_silver(
                 run_id,
                 sum(b.bronze for b in balances),
                 len(balances),
-                {fate: sum(f.get(fate, 0) for f in tallies.fates.values()) for fate in Fate},
+                ", ".join(f"{fate}={sum(f.get(fate, 0) for f in tallies.fates.values())}" for fate in Fate),
             )
 
             in_scope = silver
