@@ -270,9 +270,19 @@ def read_records(
     as_of: int | None = None,
     columns: Sequence[str] | None = None,
 ) -> list[LedgerRecord]:
-    """Records matching a SQL condition (all if None), ordered by seq."""
+    """Records matching a SQL condition (all if None), ordered by seq.
+
+    At ``as_of`` the columns are that version's: an Iceberg column added by a migration
+    (``refs``) makes no snapshot, so the version read before the migration's first entry
+    does not have it yet.
+    """
     storage = storage_for(table)
-    present = list(columns) if columns is not None else table_columns(table)
+    if columns is not None:
+        present = list(columns)
+    elif as_of is not None:
+        present = list(table.spark.sql(f"SELECT * FROM {storage.source(table, as_of)} LIMIT 0").columns)
+    else:
+        present = table_columns(table)
     select = [
         "seq",
         "entry_id",
@@ -330,7 +340,9 @@ def current_records(table: Table) -> tuple[LedgerRecord, ...]:
     process read (or wrote, see :func:`commit_entries`) are kept, and asking again at the
     same version costs one version lookup instead of a scan: a command reads the ledger many
     times between its appends. :meth:`ledger.reader.LedgerReader.verify` reads the table
-    afresh instead, so it sees whatever the files hold.
+    afresh instead, so it sees whatever the files hold. Kept by location and version: a
+    Delta ledger dropped and created again at the same location by the same process
+    would number its versions from 0 again (the toolkit never drops the ledger).
     """
     storage = storage_for(table)
     storage.refresh(table)

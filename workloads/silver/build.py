@@ -197,7 +197,11 @@ def build_silver(
     for table in (silver_table, quarantine_table, exceptions_table):
         table.create(if_not_exists=True)
 
-    log.info("silver build %s: pinned Bronze %s", run_id, describe_versions(pins))
+    log.info(
+        "silver build %s: pinned Bronze %s",
+        run_id,
+        describe_versions({name: v for name, v in pins.items() if v is not None}),
+    )
     bronze_frames = {feed: registry.get(name).read(as_of=pins[name]) for feed, name in feeds.items()}
     canonical = [canonicalise(frame, ADAPTERS[feed]) for feed, frame in bronze_frames.items()]
     if not canonical:
@@ -256,7 +260,7 @@ def build_silver(
     )
 
     outputs = {t.name: t.current_version() for t in (silver_table, quarantine_table, exceptions_table)}
-    log.debug("silver build %s: output versions %s", run_id, outputs)
+    log.debug("silver build %s: output versions %s", run_id, describe_versions(outputs))
     return SilverReport(
         run_id=run_id,
         resolver=entity_resolution.engine_label(resolver_version),
