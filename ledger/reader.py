@@ -13,7 +13,7 @@ from lakehouse.tables import Table, TableRegistry
 from ledger.chain import LedgerRecord, VerifyReport, verify_chain
 from ledger.entries import KINDS, LedgerEntryBase, out_ref
 from ledger.lineage import PRODUCING_KINDS, Lineage, lineage_of
-from ledger.store import current_records, ledger_table, read_records
+from ledger.store import current_records, last_record, ledger_table, read_records
 
 
 class LedgerReader:
@@ -51,8 +51,7 @@ class LedgerReader:
 
     def tip(self) -> LedgerRecord | None:
         """The last record (highest seq); None for a missing or empty ledger."""
-        records = current_records(self.table)
-        return max(records, key=lambda r: (r.seq, r.hash)) if records else None
+        return last_record(current_records(self.table))
 
     def lineage(self, table: str, version: int) -> Lineage | None:
         """Which run produced ``table`` at ``version``, its engines and input snapshots.

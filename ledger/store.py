@@ -263,26 +263,19 @@ def table_columns(table: Table) -> list[str]:
     return list(table.spark.sql(f"SELECT * FROM {storage.sql_name(table)} LIMIT 0").columns)
 
 
-def read_records(
-    table: Table,
-    *,
-    where: str | None = None,
-    as_of: int | None = None,
-    columns: Sequence[str] | None = None,
-) -> list[LedgerRecord]:
-    """Records matching a SQL condition (all if None), ordered by seq.
+def read_records(table: Table, *, as_of: int | None = None) -> list[LedgerRecord]:
+    """Every record (at ``as_of``, or the latest), ordered by seq.
 
     At ``as_of`` the columns are that version's: an Iceberg column added by a migration
     (``refs``) makes no snapshot, so the version read before the migration's first entry
     does not have it yet.
     """
     storage = storage_for(table)
-    if columns is not None:
-        present = list(columns)
-    elif as_of is not None:
-        present = list(table.spark.sql(f"SELECT * FROM {storage.source(table, as_of)} LIMIT 0").columns)
-    else:
+    source = storage.source(table, as_of)
+    if as_of is None:
         present = table_columns(table)
+    else:
+        present = list(table.spark.sql(f"SELECT * FROM {source} LIMIT 0").columns)
     select = [
         "seq",
         "entry_id",
@@ -296,10 +289,7 @@ def read_records(
     ]
     if "refs" in present:
         select.append("refs")
-    clause = f" WHERE {where}" if where else ""
-    rows = table.spark.sql(
-        f"SELECT {', '.join(select)} FROM {storage.source(table, as_of)}{clause} ORDER BY seq"
-    ).collect()
+    rows = table.spark.sql(f"SELECT {', '.join(select)} FROM {source} ORDER BY seq").collect()
     return [_record(row.asDict()) for row in rows]
 
 
@@ -374,8 +364,13 @@ def _records_at(table: Table, version: int) -> tuple[LedgerRecord, ...]:
     return records
 
 
+def last_record(records: Sequence[LedgerRecord]) -> LedgerRecord | None:
+    """The tip among ``records``: the highest seq (on a fork, the highest hash among those)."""
+    return max(records, key=lambda r: (r.seq, r.hash), default=None)
+
+
 def _tip_of(records: Sequence[LedgerRecord]) -> Tip | None:
-    last = max(records, key=lambda r: (r.seq, r.hash), default=None)
+    last = last_record(records)
     return Tip(last.seq, last.hash, last.schema_version) if last is not None else None
 
 

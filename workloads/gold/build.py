@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Final
 
 from lakehouse.digest import canonical_json
 from lakehouse.errors import TableMissingError
+from lakehouse.frames import materialize
 from lakehouse.tables import describe_versions
 from workloads.gold import baselines as w1
 from workloads.gold.correlations import (
@@ -54,7 +55,7 @@ from workloads.gold.correlations import (
     write_correlations,
 )
 from workloads.gold.features import DAILY_COLUMNS, DAILY_KEY, daily_diff, daily_features, only_attributed
-from workloads.gold.tables import ENGINE_KEY, INPUTS_KEY, materialize, read_pinned, replace_months
+from workloads.gold.tables import ENGINE_KEY, INPUTS_KEY, read_pinned, replace_months
 from workloads.vocabulary import TableName
 
 if TYPE_CHECKING:

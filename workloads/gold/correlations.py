@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import row_hash_column
 from lakehouse.errors import UsageError
+from lakehouse.frames import materialize
 from workloads.engines import correlation as correlation_v1
 from workloads.engines import entity_resolution
-from workloads.gold.tables import ENGINE_KEY, materialize, read_pinned
+from workloads.gold.tables import ENGINE_KEY, read_pinned
 from workloads.vocabulary import CURRENT_STATUSES, CorrelationStatus
 
 if TYPE_CHECKING:

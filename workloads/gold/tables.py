@@ -1,4 +1,4 @@
-"""Reading and writing Gold tables: pinned reads, materialised frames, month rewrites.
+"""Reading and writing Gold tables: pinned reads and month rewrites.
 
 Each write replaces whole ``month`` partitions in one commit (months that become empty
 are deleted in a second one), carrying the run id, the pinned Silver version and the
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from lakehouse.quality import Gate
     from lakehouse.tables import Table
 
-__all__ = ["ENGINE_KEY", "INPUTS_KEY", "materialize", "read_pinned", "replace_months"]
+__all__ = ["ENGINE_KEY", "INPUTS_KEY", "read_pinned", "replace_months"]
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +32,6 @@ ENGINE_KEY: Final = "lakehouse.engine"
 def read_pinned(table: Table, version: int | None) -> DataFrame:
     """The table as of ``version``; an Iceberg table never written has no version: read it empty."""
     return table.read() if version is None else table.read(as_of=version)
-
-
-def materialize(df: DataFrame) -> DataFrame:
-    """Compute ``df`` once and cut its lineage: it is used by several actions.
-
-    A local checkpoint, not ``persist()``: a cached plan that reads a Gold table is
-    re-cached by Spark when that table is written, which fails for Iceberg relations
-    ("computeStats called before pushdown"), and would re-read a newer version anyway.
-    """
-    return df.localCheckpoint(eager=True)
 
 
 def months_predicate(months: Iterable[str]) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from lakehouse.frames import materialize
 from lakehouse.tables import TableSize
 from ledger.clock import Clock, SystemClock
 from ledger.engines import EngineCatalog
@@ -57,11 +58,6 @@ class Analysis:
     max_entities: int
 
 
-def checkpoint(df: DataFrame) -> DataFrame:
-    """Compute once and cut the lineage (see workloads.gold.build._materialize for why not persist)."""
-    return df.localCheckpoint(eager=True)
-
-
 def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Analysis:
     """Resolve twice, find the affected scope, recompute it and classify serving rows."""
     from pyspark.sql import functions as F
@@ -73,24 +69,24 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
     old_resolver, new_resolver = engines.resolutions
     max_entities = declared_int(engines.producer, "max_entities_per_asset")
     if old_resolver == new_resolver:  # a producer change: the entities do not move
-        events = checkpoint(sc.same_resolution(silver, engine_function(new_resolver)(identity)))
-        affected = checkpoint(sc.every_entity(events))
+        events = materialize(sc.same_resolution(silver, engine_function(new_resolver)(identity)))
+        affected = materialize(sc.every_entity(events))
         recompute = affected.select("entity_id")
     else:
         old = engine_function(old_resolver)(identity)
         new = engine_function(new_resolver)(identity)
-        events = checkpoint(sc.pair_resolutions(silver, old, new))
-        affected = checkpoint(sc.affected_entities(events))
+        events = materialize(sc.pair_resolutions(silver, old, new))
+        affected = materialize(sc.affected_entities(events))
         flips = sc.crowding_flips(events, affected, max_entities)
-        recompute = checkpoint(sc.recomputed_entities(affected, flips))
+        recompute = materialize(sc.recomputed_entities(affected, flips))
     vanished = affected.where(F.col("old_side") & ~F.col("new_side")).select("entity_id")
     producer = engine_function(engines.producer)
     kwargs = engine_kwargs(producer, engines.producer.parameters)
     raw = producer(sc.scoped_events(events, recompute), run_id=setup.run_id, recorded_at=built_at, **kwargs)
-    recomputed = checkpoint(sc.involving(raw, recompute).withColumn("engine", F.lit(engines.label)))
+    recomputed = materialize(sc.involving(raw, recompute).withColumn("engine", F.lit(engines.label)))
     serving = registry.get(plan.answer.table).read(as_of=setup.pins[plan.answer.table])
     current = serving.where(cand.is_current() & sc.in_range(F.col("valid_from"), setup.bounds))
-    serving_in_scope = checkpoint(sc.involving(current, recompute))
+    serving_in_scope = materialize(sc.involving(current, recompute))
     reasons = cand.Reasons.of(
         plan=plan.plan, run_id=setup.run_id, change=engines.change, new_engine=engines.new.ref
     )
@@ -98,10 +94,10 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
         serving_in_scope, recomputed, sc.entity_mapping(events), reasons=reasons, built_at=built_at
     )
     classified = cand.Classified(
-        retired=checkpoint(classified.retired),
-        inserted=checkpoint(classified.inserted),
-        unchanged_ids=checkpoint(classified.unchanged_ids),
-        transitions=checkpoint(classified.transitions),
+        retired=materialize(classified.retired),
+        inserted=materialize(classified.inserted),
+        unchanged_ids=materialize(classified.unchanged_ids),
+        transitions=materialize(classified.transitions),
     )
     return Analysis(
         events=events,
@@ -112,7 +108,7 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
         serving_in_scope=serving_in_scope,
         recomputed_rows=recomputed,
         classified=classified,
-        changes=checkpoint(cand.changes_of(classified)),
+        changes=materialize(cand.changes_of(classified)),
         reasons=reasons,
         max_entities=max_entities,
     )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse import quality
 from lakehouse.digest import canonical_hash, digest_of
+from lakehouse.frames import materialize
 from lakehouse.tables import Candidate, Table
 from ledger.entries import DiffManifest, ReconciliationDecision, RunFinished
 from ledger.writer import LedgerWriter
@@ -25,7 +26,7 @@ from workloads.gold.quality import MEDALLION_SUITES
 from workloads.replay import candidate as cand
 from workloads.replay import reconcile as rec
 from workloads.replay import recount as rc
-from workloads.replay.analysis import Analysis, checkpoint
+from workloads.replay.analysis import Analysis
 from workloads.replay.build import read_base
 from workloads.replay.diff import CHANGED, REMOVED, UNCHANGED, diff_by_key, summarize
 from workloads.replay.faults import FailPoint, maybe_fail
@@ -72,7 +73,7 @@ def diff_candidate(
     base = read_base(table, candidate.base_version)
     new_cur = cand.restrict_months(whole, months).where(cand.is_current())
     old_cur = cand.restrict_months(base, months).where(cand.is_current())
-    per_key = checkpoint(diff_by_key(old_cur, new_cur, ["correlation_id"], COMPARE))
+    per_key = materialize(diff_by_key(old_cur, new_cur, ["correlation_id"], COMPARE))
     summary = summarize(per_key)
     outside = base.where(cand.is_current() & ~F.col(cand.PARTITION).isin(*months)) if months else base
     unchanged_outside = int(outside.where(cand.is_current()).count())
@@ -83,7 +84,7 @@ def diff_candidate(
     changes = cand.extract_changes(
         cand.restrict_months(whole, months), cand.restrict_months(base, months), run_id
     )
-    changes = checkpoint(changes)
+    changes = materialize(changes)
     return (
         DiffResult(
             counts=counts,

@@ -49,6 +49,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import ConfigError, UsageError
+from lakehouse.frames import materialize
 from lakehouse.tables.base import describe_versions, partition_predicate, sql_literal
 from workloads.bronze.ingest import bronze_tables, feed_of
 from workloads.engines import entity_resolution
@@ -211,12 +212,9 @@ def build_silver(
     for frame in canonical[1:]:
         union = union.unionByName(frame)
     approvals = (*approvals_in_queue(registry), *approving)
-    # Computed once each and cut from their lineage (local checkpoints, not persist()):
-    # every later action (tally, gate, writes) then plans against the computed rows instead
-    # of analysing the whole Bronze-to-Silver plan again (measured: the Silver story 112 s
-    # -> 102 s, run side by side).
-    fated = assign_fates(union, policy, approvals).localCheckpoint(eager=True)
-    silver = silver_rows(fated, resolve).localCheckpoint(eager=True)
+    # materialized, not cached: the Silver story took 102 s against 112 s, side by side
+    fated = materialize(assign_fates(union, policy, approvals))
+    silver = materialize(silver_rows(fated, resolve))
     quarantine = quarantine_rows(fated, run_id)
     exceptions = exception_rows(fated, run_id)
     tallies = _tally(bronze_frames, fated, silver, quarantine, exceptions)
