@@ -5,14 +5,14 @@
 * readers: :class:`SparkReader` (a Spark session) and :class:`PythonReader` (pyiceberg and
   deltalake, no JVM).
 
-Modules: :mod:`~workloads.asof.knowledge` (the ledger's serving timeline, pure),
+Modules: :mod:`~ledger.timeline` (the ledger's serving timeline, pure),
 :mod:`~workloads.asof.readers` (I/O), :mod:`~workloads.asof.answer` (the routes).
 """
 
 from __future__ import annotations
 
+from ledger.timeline import RunFacts, ServingEpoch, Timeline, timeline
 from workloads.asof.answer import ROUTES_DISAGREE_EXIT, AsOfAnswer, EntityHistory, Route, asof, entity_history
-from workloads.asof.knowledge import RunFacts, ServingEpoch, Timeline, timeline
 from workloads.asof.readers import PythonReader, Reader, Scope, SparkReader
 
 __all__ = [

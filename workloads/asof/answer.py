@@ -2,7 +2,7 @@
 
 * **Route (a), bitemporal + ledger.** The table's current rows, kept if they were recorded
   at or before T, not superseded by T, and written by a run the ledger says was visible
-  by T (:mod:`workloads.asof.knowledge`). Survives snapshot expiry and vacuum: it reads
+  by T (:mod:`ledger.timeline`). Survives snapshot expiry and vacuum: it reads
   only the current version.
 * **Route (b), format time travel.** The version the ledger says was *published* at T
   (a build's output, a publication or a rollback; never an unpublished candidate or a
@@ -29,7 +29,7 @@ from lakehouse.errors import UsageError, VersionGoneError
 from lakehouse.expressions import Expr, parse_where
 from ledger import LedgerRecord
 from ledger.clock import utc
-from workloads.asof.knowledge import RunFacts, Timeline, timeline
+from ledger.timeline import RunFacts, Timeline, timeline
 from workloads.asof.readers import Reader, Scope
 from workloads.gold.entity_index import INDEX, SOURCE, IndexVersion, bucket_of, index_versions, mirror_of
 from workloads.vocabulary import CURRENT_STATUSES, TableName
