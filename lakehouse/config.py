@@ -138,6 +138,9 @@ class LakehouseConfig(StrictModel):
     and Delta folder inside a shared catalog and warehouse: dev/staging side by side, or
     isolated tests in one Spark session."""
     tables: dict[str, TableSettings] = Field(default_factory=dict)
+    history_days: int = Field(default=90, ge=1)
+    """Days of history each table is created to keep under the formats' default maintenance
+    (Iceberg ``history.expire.max-snapshot-age-ms``, Delta's file and log retention)."""
     source_path: Path | None = None
 
     @field_validator("instance")

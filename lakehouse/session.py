@@ -39,9 +39,6 @@ def catalog_conf(config: LakehouseConfig) -> dict[str, str]:
         prefix: "org.apache.iceberg.spark.SparkCatalog",
         f"{prefix}.type": config.iceberg.type,
         f"{prefix}.warehouse": config.iceberg_warehouse_uri,
-        # Delta's default of 7 days would refuse the short retentions used in tests and demos;
-        # retention is decided by conf/policies.yaml, not by this guard.
-        "spark.databricks.delta.retentionDurationCheck.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
     }
     if config.iceberg.type in ("jdbc", "rest", "hive"):
@@ -126,7 +123,6 @@ def runtime_conf(config: LakehouseConfig) -> dict[str, str]:
     conf = {
         "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
-        "spark.databricks.delta.retentionDurationCheck.enabled": "false",
     }
     conf.update({k: v for k, v in config.spark.conf.items() if k.startswith("spark.sql.")})
     return conf

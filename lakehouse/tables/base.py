@@ -50,6 +50,9 @@ class TableSpec:
     partition_by: tuple[str, ...] = ()
     sort_by: tuple[str, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
+    history_days: int | None = None
+    """Days of history the format's default maintenance keeps, set at creation (None: the
+    format's own default)."""
 
     @property
     def namespace(self) -> str:
@@ -72,6 +75,9 @@ class Capabilities:
     """A rollback is a new commit (new version) rather than a move of the current pointer."""
     version_kind: str
     """``version`` (a dense counter from 0) or ``snapshot_id`` (an opaque 64-bit id)."""
+    version_tags: bool
+    """A version can be tagged so that the format's own expiry keeps it (Iceberg tags); without
+    them, only the table's retention properties keep old versions (Delta)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,16 @@ class TableSize:
     files: int
     bytes: int
     rows: int
+
+
+@dataclass(frozen=True)
+class VersionTag:
+    """A named reference to one version that the format's own expiry keeps while it lasts."""
+
+    name: str
+    version: int
+    retain_days: float | None
+    """How long after the version's commit the tag lasts (None: until it is dropped)."""
 
 
 @dataclass(frozen=True)
@@ -379,6 +395,14 @@ class Table(ABC):
         """Whether ``version`` names a state of the table (formats answer this cheaply)."""
         return any(c.version == version for c in self.history())
 
+    @abstractmethod
+    def readable(self, version: int) -> bool:
+        """Whether ``version`` can still be read: its metadata and every data file it needs exist."""
+
+    @abstractmethod
+    def removal_note(self, version: int) -> str:
+        """What the table's own history says removed ``version`` (for messages; best effort)."""
+
     # -- candidates ---------------------------------------------------------------------
 
     @abstractmethod
@@ -443,6 +467,44 @@ class Table(ABC):
     @abstractmethod
     def expire(self, older_than: datetime, *, retain_last: int = 1) -> None:
         """Forget states older than ``older_than`` (and their unreferenced files)."""
+
+    # -- protection from maintenance ----------------------------------------------------
+
+    @abstractmethod
+    def retention_properties(self, days: int) -> dict[str, str]:
+        """The table properties that make the format's default maintenance keep ``days``."""
+
+    def creation_properties(self, defaults: Mapping[str, str]) -> dict[str, str]:
+        """Properties a new table is created with: the format's defaults, the history to keep,
+        then the configured ones (which win)."""
+        kept = self.retention_properties(self.spec.history_days) if self.spec.history_days else {}
+        return {**defaults, **kept, **self.spec.properties}
+
+    @abstractmethod
+    def keep_history(self, days: int) -> dict[str, str]:
+        """Make the format's own maintenance, run with its default settings, keep ``days`` of
+        history; returns the table properties this changed (empty when they already did)."""
+
+    @abstractmethod
+    def history_retention_days(self) -> float | None:
+        """How many days of history the format's default maintenance keeps (None: its default)."""
+
+    def version_times(self) -> dict[int, datetime]:
+        """Every version still in the format's metadata, with its commit time."""
+        return {c.version: c.timestamp for c in self.history()}
+
+    def tags(self) -> list[VersionTag]:
+        """The tags on the table's versions (none where the format has no tags)."""
+        return []
+
+    def tag_version(self, name: str, version: int, retain_days: int | None) -> None:
+        """Tag ``version`` so that expiry keeps it for ``retain_days`` after its commit (None:
+        until the tag is dropped); replaces a tag of that name."""
+        raise UsageError(f"{self.name} is a {self.format.value} table: its versions cannot be tagged")
+
+    def drop_tag(self, name: str) -> None:
+        """Remove a tag (nothing if there is none)."""
+        raise UsageError(f"{self.name} is a {self.format.value} table: its versions cannot be tagged")
 
 
 def metadata_context_json(meta: Mapping[str, str]) -> str:

@@ -38,9 +38,19 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+"""On by default: VACUUM refuses a retention shorter than ``delta.deletedFileRetentionDuration``."""
+RETENTION_IGNORE_CONF = "spark.databricks.delta.vacuum.retentionWindowIgnore.enabled"
+"""On by default in Delta 4.4: ``VACUUM ... RETAIN n HOURS`` ignores any ``n`` but 0 and keeps
+the table's ``delta.deletedFileRetentionDuration`` instead."""
 TOUCHED_KEY = "lakehouse.candidate-touched"
 """Commit metadata key on shadow-table writes: JSON list of partition dicts, or "*"."""
 CANDIDATES_DIR = "_candidates"
+RETENTION_PROPERTIES = ("delta.deletedFileRetentionDuration", "delta.logRetentionDuration")
+"""How long VACUUM keeps removed files, and how long the log keeps old versions (their
+defaults: 7 and 30 days). VACUUM's safety check refuses a shorter retention than the first."""
+_INTERVAL = re.compile(r"\s*interval\s+(\d+)\s+(second|minute|hour|day|week)s?\s*", re.IGNORECASE)
+_UNIT_DAYS = {"second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 7.0}
 _COMMIT_FILE = re.compile(r"(\d{20})\.json")
 """A commit file in ``_delta_log``, its version in group 1 (checkpoints, checksums, compacted
 logs and temporary files are named otherwise; log cleanup never removes the newest commit)."""
@@ -55,6 +65,7 @@ class DeltaLakeTable(Table):
         table_write_order=False,
         rollback_creates_commit=True,
         version_kind="version",
+        version_tags=False,
     )
 
     @property
@@ -83,7 +94,7 @@ class DeltaLakeTable(Table):
             if self.spec.partition_by
             else ""
         )
-        props = {"delta.appendOnly": "false", **self.spec.properties}
+        props = self.creation_properties({"delta.appendOnly": "false"})
         tblprops = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items()))
         statement = (
             f"CREATE TABLE {self.sql_name} ({self.spec.schema_ddl}) USING delta"
@@ -380,7 +391,76 @@ class DeltaLakeTable(Table):
         keep_from = self.history()[-retain_last:][0].timestamp if retain_last > 0 else now
         if keep_from < older_than:
             hours = max(0.0, (now - keep_from).total_seconds() / 3600)
-        self.spark.sql(f"VACUUM {self.sql_name} RETAIN {hours:.6f} HOURS")
+        # Delta would refuse (or ignore) a retention shorter than the table's file retention:
+        # this method is the caller's explicit choice, so both guards are off for this statement.
+        with session_settings(self.spark, {RETENTION_CHECK_CONF: "false", RETENTION_IGNORE_CONF: "false"}):
+            self.spark.sql(f"VACUUM {self.sql_name} RETAIN {hours:.6f} HOURS")
+
+    # -- protection from maintenance ----------------------------------------------------
+
+    def readable(self, version: int) -> bool:
+        """The version's log is still there and so is every data file it lists (VACUUM removes
+        files, not log entries, so a listed version may be unreadable)."""
+        if not self.exists() or not self._has_version(version):
+            return False
+        try:
+            files = (
+                self.spark.read.format("delta")
+                .option("versionAsOf", version)
+                .load(self.location)
+                .inputFiles()
+            )
+        except Exception:
+            return False  # the log of that version was cleaned up
+        return all(_path_exists(self.spark, path) for path in files)
+
+    def removal_note(self, version: int) -> str:
+        from delta.tables import DeltaTable
+
+        vacuums = (
+            DeltaTable.forPath(self.spark, self.location)
+            .history()
+            .where("operation = 'VACUUM START'")
+            .orderBy("version")
+            .collect()
+        )
+        if not vacuums:
+            return (
+                f"version {version} of {self.name} cannot be read and its history records no VACUUM: "
+                f"its log or files were removed outside Delta"
+            )
+        last = vacuums[-1]
+        params = last["operationParameters"] or {}
+        retain = params.get("specifiedRetentionMillis")
+        hours = f"RETAIN {int(retain) / 3_600_000:g} HOURS" if retain not in (None, "null") else "its default"
+        return (
+            f"version {version} of {self.name} lost its data files to VACUUM ({hours}) at "
+            f"{last['timestamp'].isoformat()} (table version {last['version']})"
+        )
+
+    def retention_properties(self, days: int) -> dict[str, str]:
+        return dict.fromkeys(RETENTION_PROPERTIES, f"interval {days} days")
+
+    def keep_history(self, days: int) -> dict[str, str]:
+        have = self.history_retention_days()
+        if have is not None and have >= days:
+            return {}
+        wanted = self.retention_properties(days)
+        # A commit of its own (a new version with the same data).
+        settings = ", ".join(f"'{k}' = '{v}'" for k, v in wanted.items())
+        self.spark.sql(f"ALTER TABLE {self.sql_name} SET TBLPROPERTIES ({settings})")
+        return wanted
+
+    def history_retention_days(self) -> float | None:
+        have = self._properties()
+        values = [_interval_days(have.get(key)) for key in RETENTION_PROPERTIES]
+        known = [v for v in values if v is not None]
+        return min(known) if len(known) == len(values) else None
+
+    def _properties(self) -> dict[str, str]:
+        self._require()
+        rows = self.spark.sql(f"SHOW TBLPROPERTIES {self.sql_name}").collect()
+        return {str(r["key"]): str(r["value"]) for r in rows}
 
     def _require(self) -> None:
         if not self.exists():
@@ -413,6 +493,12 @@ def _history(spark: SparkSession, location: str) -> list[Commit]:
             )
         )
     return commits
+
+
+def _interval_days(value: str | None) -> float | None:
+    """Days in a Delta interval property (``interval 30 days``); None when unset or unparsable."""
+    match = _INTERVAL.fullmatch(value) if value else None
+    return int(match.group(1)) * _UNIT_DAYS[match.group(2).lower()] if match else None
 
 
 def _parse_user_metadata(raw: str | None) -> dict[str, str]:

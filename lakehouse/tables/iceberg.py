@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from lakehouse.config import TableFormat
-from lakehouse.errors import CandidateError, TableError, TableExistsError, TableMissingError
+from lakehouse.errors import CandidateError, TableError, TableExistsError, TableMissingError, UsageError
 from lakehouse.tables.base import (
     RUN_ID_KEY,
     Candidate,
@@ -22,6 +22,7 @@ from lakehouse.tables.base import (
     TableSize,
     TableSpec,
     VersionRef,
+    VersionTag,
     candidate_ref,
     first_line,
     session_settings,
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 SNAPSHOT_PROPERTY_OPTION = "snapshot-property."
 SNAPSHOT_PROPERTY_CONF = "spark.sql.iceberg.snapshot-property."
 DEFAULT_PROPERTIES = {"format-version": "2"}
+MAX_SNAPSHOT_AGE = "history.expire.max-snapshot-age-ms"
+"""How old a snapshot ``expire_snapshots`` removes when called without ``older_than``."""
+DAY_MS = 86_400_000
 
 
 class IcebergTable(Table):
@@ -46,6 +50,7 @@ class IcebergTable(Table):
         table_write_order=True,
         rollback_creates_commit=False,
         version_kind="snapshot_id",
+        version_tags=True,
     )
 
     def __init__(self, spark: SparkSession, spec: TableSpec, location: str) -> None:
@@ -79,7 +84,7 @@ class IcebergTable(Table):
             if self.spec.partition_by
             else ""
         )
-        props = {**DEFAULT_PROPERTIES, **self.spec.properties}
+        props = self.creation_properties(DEFAULT_PROPERTIES)
         tblprops = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items()))
         try:
             self.spark.sql(
@@ -319,6 +324,72 @@ class IcebergTable(Table):
             f"older_than => TIMESTAMP '{stamp}', retain_last => {max(1, retain_last)})"
         )
 
+    # -- protection from maintenance ----------------------------------------------------
+
+    def readable(self, version: int) -> bool:
+        """A snapshot still in the metadata is readable: expiry deletes only the files that no
+        remaining snapshot (or tag, or branch) references."""
+        return self.exists() and self._has_version(version)
+
+    def removal_note(self, version: int) -> str:
+        return (
+            f"snapshot {version} is no longer in {self.name}'s metadata: expire_snapshots removed it "
+            f"(Iceberg records no history of an expiry; a tag on the snapshot would have kept it)"
+        )
+
+    def retention_properties(self, days: int) -> dict[str, str]:
+        return {MAX_SNAPSHOT_AGE: str(days * DAY_MS)}
+
+    def keep_history(self, days: int) -> dict[str, str]:
+        have = self.history_retention_days()
+        if have is not None and have >= days:
+            return {}
+        wanted = self.retention_properties(days)
+        settings = ", ".join(f"'{k}' = '{v}'" for k, v in wanted.items())
+        # A metadata-only commit: no snapshot, so the serving version does not move.
+        self.spark.sql(f"ALTER TABLE {self.sql_name} SET TBLPROPERTIES ({settings})")
+        return wanted
+
+    def history_retention_days(self) -> float | None:
+        value = self._properties().get(MAX_SNAPSHOT_AGE)
+        return int(value) / DAY_MS if value is not None and value.isdigit() else None
+
+    def version_times(self) -> dict[int, datetime]:
+        self._require()
+        rows = self.spark.sql(
+            f"SELECT snapshot_id, unix_millis(committed_at) AS ms FROM {self._metadata_table('snapshots')}"
+        ).collect()
+        return {int(r["snapshot_id"]): datetime.fromtimestamp(r["ms"] / 1000, tz=UTC) for r in rows}
+
+    def tags(self) -> list[VersionTag]:
+        self._require()
+        rows = self.spark.sql(
+            f"SELECT name, snapshot_id, max_reference_age_in_ms AS age FROM {self._metadata_table('refs')} "
+            f"WHERE type = 'TAG' ORDER BY name"
+        ).collect()
+        return [
+            VersionTag(
+                str(r["name"]), int(r["snapshot_id"]), None if r["age"] is None else int(r["age"]) / DAY_MS
+            )
+            for r in rows
+        ]
+
+    def tag_version(self, name: str, version: int, retain_days: int | None) -> None:
+        self._require()
+        retain = "" if retain_days is None else f" RETAIN {max(1, int(retain_days))} DAYS"
+        self.spark.sql(
+            f"ALTER TABLE {self.sql_name} CREATE OR REPLACE TAG `{_tag_name(name)}` "
+            f"AS OF VERSION {int(version)}{retain}"
+        )
+
+    def drop_tag(self, name: str) -> None:
+        self._require()
+        self.spark.sql(f"ALTER TABLE {self.sql_name} DROP TAG IF EXISTS `{_tag_name(name)}`")
+
+    def _properties(self) -> dict[str, str]:
+        rows = self.spark.sql(f"SHOW TBLPROPERTIES {self.sql_name}").collect()
+        return {str(r["key"]): str(r["value"]) for r in rows}
+
     def _require(self) -> None:
         if not self.exists():
             raise TableMissingError(
@@ -333,6 +404,12 @@ def _snapshot_options(meta: Mapping[str, str]) -> dict[str, str]:
 
 def _snapshot_confs(meta: Mapping[str, str]) -> dict[str, str]:
     return {SNAPSHOT_PROPERTY_CONF + k: v for k, v in meta.items()}
+
+
+def _tag_name(name: str) -> str:
+    if not name or not all(c.isalnum() or c in "-_" for c in name):
+        raise UsageError(f"tag name {name!r} may only hold letters, digits, '-' and '_'")
+    return name
 
 
 def _quoted(identifier: str) -> str:

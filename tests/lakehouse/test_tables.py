@@ -240,3 +240,65 @@ def test_expire_forgets_old_states_but_keeps_the_current(table: Table, spark_ses
     assert rows(table) == [(2, "a", 20)]
     with pytest.raises(Exception):  # noqa: B017, PT011 - each format fails in its own words
         table.read(as_of=first).collect()
+
+
+def expire_everything_older_than_now(table: Table, spark: Any) -> None:
+    """Iceberg's own expiry by plain SQL, stronger than its defaults: every snapshot older than now."""
+    time.sleep(1.1)  # the procedure takes whole seconds
+    spark.sql(
+        f"CALL `{table.catalog}`.system.expire_snapshots(table => '{table.procedure_name}', "  # type: ignore[attr-defined]
+        f"older_than => TIMESTAMP '{datetime.now(UTC):%Y-%m-%d %H:%M:%S}', retain_last => 1)"
+    )
+
+
+def test_kept_history_and_tags_survive_the_formats_own_maintenance_and_a_loss_is_named(
+    table: Table, spark_session: Any
+) -> None:
+    """The format's maintenance runs as a platform team runs it, by plain Spark SQL."""
+    table.append(frame(spark_session, [(1, "a", 10)]), run_id="run-1")
+    first = table.current_version()
+    table.append(frame(spark_session, [(2, "b", 20)]), run_id="run-2")
+    second = table.current_version()
+    table.overwrite_partitions(frame(spark_session, [(3, "a", 30)]), run_id="run-3")
+    assert first is not None
+    assert second is not None
+    assert set(table.version_times()) >= {first, second}
+
+    assert table.keep_history(90) != {}
+    assert table.keep_history(90) == {}, "kept history is only written when it is too short"
+    kept = table.history_retention_days()
+    assert kept is not None
+    assert kept >= 90
+
+    if table.capabilities.version_tags:
+        table.tag_version("lh-test-first", first, 30)
+        assert [(t.name, t.version, t.retain_days) for t in table.tags()] == [("lh-test-first", first, 30)]
+        expire_everything_older_than_now(table, spark_session)
+        assert rows(table, as_of=first) == [(1, "a", 10)], "a tagged snapshot outlives an expiry"
+        assert table.readable(first)
+        assert not table.readable(second)
+        assert "expire_snapshots" in table.removal_note(second)
+        table.drop_tag("lh-test-first")
+        assert table.tags() == []
+        expire_everything_older_than_now(table, spark_session)
+        assert not table.readable(first)
+    else:
+        spark_session.sql(f"VACUUM {table.sql_name}")
+        spark_session.sql(f"VACUUM {table.sql_name} RETAIN 1 HOURS")  # Delta 4.4 keeps the table's retention
+        assert table.readable(first)
+        with pytest.raises(Exception, match="RETENTION_PERIOD_TOO_SHORT"):  # Delta's own check is on
+            spark_session.sql(f"VACUUM {table.sql_name} RETAIN 0 HOURS")
+        assert table.readable(first)
+        check = "spark.databricks.delta.retentionDurationCheck.enabled"
+        spark_session.conf.set(check, "false")
+        try:
+            spark_session.sql(f"VACUUM {table.sql_name} RETAIN 0 HOURS")
+        finally:
+            spark_session.conf.unset(check)
+        assert not table.readable(first)
+        assert not table.readable(second)
+        assert "VACUUM (RETAIN 0 HOURS)" in table.removal_note(first)
+    current = table.current_version()
+    assert current is not None
+    assert table.readable(current)
+    assert rows(table) == [(2, "b", 20), (3, "a", 30)]
