@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "ack": "jobs.ack",
     "publish": "jobs.publish",
     "rollback": "jobs.rollback",
+    "protect": "jobs.protect",
     "verify": "jobs.verify",
     "exceptions": "jobs.exceptions",
     "engines": "jobs.engines",

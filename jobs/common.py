@@ -149,6 +149,13 @@ def execute(handler: Handler, args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def add_policies_argument(parser: argparse.ArgumentParser) -> None:
+    """``--policies PATH``: the policy file (lateness; how long history stays protected)."""
+    parser.add_argument(
+        "--policies", type=Path, default=Path("conf/policies.yaml"), help="policy file (conf/policies.yaml)"
+    )
+
+
 def _fail(output: Output, message: str, exit_code: int, *, debug: bool) -> int:
     if debug:
         traceback.print_exc()

@@ -14,11 +14,14 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, TableView
-from jobs.output import plain
+from jobs.common import Context, Outcome, TableView, add_policies_argument
+from jobs.output import Block, plain
 
 NAME = "ledger"
-HELP = "show ledger entries, verify the hash chain, or trace a table version to its run"
+HELP = (
+    "show ledger entries, verify the hash chain (--history: and that every version it still needs "
+    "is readable), or trace a table version to its run"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,18 +30,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", help="show: only this run's entries")
     parser.add_argument("--kind", help="show: only entries of this kind")
     parser.add_argument("--version", type=int, help="lineage: the table version (default: current)")
+    parser.add_argument(
+        "--history",
+        action="store_true",
+        help="verify: also check that every version the ledger still needs (published, rollback "
+        "targets, pins of open runs, served within the audit window) is readable",
+    )
+    add_policies_argument(parser)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    if args.history and args.action != "verify":
+        from lakehouse.errors import UsageError
+
+        raise UsageError("--history goes with ledger verify (lakehouse ledger verify --history)")
+    policy = None
+    if args.history:
+        from workloads.policies import load_protection_policy
+
+        policy = load_protection_policy(args.policies)  # a bad file: exit 2, before Spark
     reader = ctx.ledger.reader
     if args.action == "verify":
         report = reader.verify()
         status = "ok" if report.ok else f"BROKEN at seq {report.first_broken_seq}: {report.problem}"
-        return Outcome(
-            data=report,
-            lines=[f"ledger: {report.entries} entries, {status}"],
-            exit_code=0 if report.ok else 4,
-        )
+        lines: list[Block] = [f"ledger: {report.entries} entries, {status}"]
+        if policy is None:
+            return Outcome(data=report, lines=lines, exit_code=0 if report.ok else 4)
+        from jobs.render import render_history_check
+        from workloads.replay import check_history
+
+        history = check_history(ctx.registry, reader.records(), policy, ctx.clock.now())
+        lines.extend(render_history_check(history))
+        ok = report.ok and history.ok
+        return Outcome(data={"chain": report, "history": history}, lines=lines, exit_code=0 if ok else 4)
     if args.action == "lineage":
         if not args.table:
             from lakehouse.errors import UsageError

@@ -13,7 +13,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_policies_argument
 
 NAME = "publish"
 HELP = "publish an approved correction replay (held, exit 5, until required consumers acknowledge)"
@@ -21,13 +21,16 @@ HELP = "publish an approved correction replay (held, exit 5, until required cons
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN", help="the replay run id (replay-...)")
+    add_policies_argument(parser)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_publication
+    from workloads.policies import load_protection_policy
     from workloads.replay import publish
 
-    result = publish(ctx.registry, args.run_id, clock=ctx.clock)
+    policy = load_protection_policy(args.policies)
+    result = publish(ctx.registry, args.run_id, clock=ctx.clock, policy=policy)
     return Outcome(data=result, lines=render_publication(result))
 
 

@@ -25,7 +25,15 @@ if TYPE_CHECKING:
     from workloads.evaluation import QualityReport
     from workloads.gold.build import GoldReport
     from workloads.gold.entity_index import IndexRefresh
-    from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
+    from workloads.replay import (
+        AlreadyPublished,
+        ApprovalResult,
+        HistoryCheck,
+        ProtectionReport,
+        PublishResult,
+        ReplayOutcome,
+        RollbackResult,
+    )
     from workloads.replay.outbox import Acknowledgement
     from workloads.replay.scope import ReplayScope
     from workloads.silver.build import SilverReport
@@ -120,6 +128,7 @@ def render_scope(scope: ReplayScope) -> list[str]:
         f"replay {scope.run_id} of plan {scope.plan} ({scope.purpose}) on {scope.table}",
         f"engine change ({scope.change_kind}): {scope.engine_change}; new rows labelled {scope.engine_label}",
         f"pinned inputs: {', '.join(f'{k}@{v}' for k, v in sorted(scope.pins.items()))}",
+        f"inputs from: {scope.inputs_route}",
         f"affected entities: {scope.affected_entity_count}: {shown}{more}",
         f"recomputed entities: {scope.recomputed_entity_count}",
         f"partitions in scope: {', '.join(scope.partitions) or 'none'}; "
@@ -242,6 +251,58 @@ def render_rollback(result: RollbackResult) -> list[str]:
     ]
     if result.entity_index is not None:
         lines.append(render_index_refresh(result.entity_index))
+    return lines
+
+
+def render_already_published(published: AlreadyPublished) -> list[str]:
+    """``lakehouse replay --dry-run`` of a plan whose run is published: nothing to do."""
+    return [
+        f"plan {published.plan} is run {published.run_id}, already published ({published.status}): "
+        f"{published.table}@{published.version} since {published.effective_at.isoformat()}",
+        f"nothing to replay and nothing written; to undo it: lakehouse rollback {published.run_id}",
+    ]
+
+
+# -- protection from maintenance ---------------------------------------------------------------
+
+
+def render_protection(report: ProtectionReport) -> list[Block]:
+    """``lakehouse protect``: each protected version, then what changed on each table."""
+    rows = [
+        {
+            "table": p.table,
+            "version": p.version,
+            "reason": p.reason.value,
+            "run": p.run_id,
+            "until": p.until.date().isoformat() if p.until else "while open",
+            "rule": p.rule,
+        }
+        for p in report.protections
+    ]
+    verb = "would change" if report.dry_run else "changed"
+    out: list[Block] = [
+        f"{len(report.protections)} versions protected; history kept: {report.history_days} days",
+        TableView(rows, ["table", "version", "reason", "run", "until", "rule"]),
+    ]
+    for table in report.tables:
+        changes = [
+            f"{len(table.tags_created)} tags created",
+            f"{len(table.tags_dropped)} dropped",
+            f"properties {dict(table.properties)}" if table.properties else "properties unchanged",
+        ]
+        gone = f"; gone already: {', '.join(str(v) for v in table.gone)}" if table.gone else ""
+        out.append(f"{table.table} ({table.format}) {verb}: {', '.join(changes)}{gone}")
+    return out
+
+
+def render_history_check(check: HistoryCheck) -> list[str]:
+    """``lakehouse ledger verify --history``: the protected versions that cannot be read."""
+    if check.ok:
+        return [f"history: all {check.checked} versions the ledger still needs are readable"]
+    lines = [f"history: {len(check.gone)} of {check.checked} versions the ledger still needs are GONE"]
+    for gone in check.gone:
+        lines.append(f"  {gone.table}@{gone.version}: {gone.note}")
+        lines.extend(f"    needed as {why}" for why in gone.reasons)
     return lines
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_policies_argument
 
 NAME = "replay"
 HELP = "replay history under a correction plan: dry-run scope, or candidate + diff + reconciliation"
@@ -33,20 +33,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="override the plan's purpose (comparison: diff only, never published)",
     )
     parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
-    parser.add_argument("--rebuild", action="store_true", help="drop this run's candidate and build it again")
+    parser.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="drop this run's candidate and build it again (a run whose pinned inputs maintenance "
+        "removed: start a new run pinned at the current versions)",
+    )
     parser.add_argument(
         "--truth",
         type=Path,
         help="labelled truth file to measure both versions against (default: the _ground_truth.json "
         "beside the ingested deliveries, if any)",
     )
+    add_policies_argument(parser)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from jobs.render import render_replay, render_scope
+    from jobs.render import render_already_published, render_replay, render_scope
     from ledger.engines import load_engines
     from workloads.evaluation import load_truth
-    from workloads.replay import plan_scope, run_replay
+    from workloads.policies import load_protection_policy
+    from workloads.replay import plan_scope, published_run, run_replay
     from workloads.replay.plan import Purpose, load_plan
 
     plan = load_plan(args.plan)
@@ -54,13 +61,17 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         plan = plan.with_purpose(Purpose(args.purpose))
     engines = load_engines(args.engines)
     truth = load_truth(args.truth) if args.truth is not None else None  # a bad file: exit 2, before Spark
+    policy = load_protection_policy(args.policies)
     if args.dry_run:
         ctx.progress(f"scoping plan {plan.plan} (dry run: nothing is written)")
-        scope = plan_scope(ctx.registry, plan, engines=engines, clock=ctx.clock)
+        published = published_run(ctx.registry, plan, engines=engines, clock=ctx.clock)
+        if published is not None:
+            return Outcome(data=published, lines=render_already_published(published))
+        scope = plan_scope(ctx.registry, plan, engines=engines, clock=ctx.clock, rebuild=args.rebuild)
         return Outcome(data=scope, lines=render_scope(scope))
     ctx.progress(f"replaying plan {plan.plan} ({plan.purpose.value}): candidate, diff, reconciliation")
     outcome = run_replay(
-        ctx.registry, plan, engines=engines, clock=ctx.clock, rebuild=args.rebuild, truth=truth
+        ctx.registry, plan, engines=engines, clock=ctx.clock, rebuild=args.rebuild, truth=truth, policy=policy
     )
     return Outcome(data=outcome, lines=render_replay(outcome))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_policies_argument
 
 NAME = "rollback"
 HELP = "roll back a published replay (only within the plan's rollback window)"
@@ -18,13 +18,16 @@ HELP = "roll back a published replay (only within the plan's rollback window)"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN", help="the replay run id (replay-...)")
     parser.add_argument("--reason", default="", help="why (recorded in the ledger)")
+    add_policies_argument(parser)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_rollback
+    from workloads.policies import load_protection_policy
     from workloads.replay import rollback
 
-    result = rollback(ctx.registry, args.run_id, clock=ctx.clock, reason=args.reason)
+    policy = load_protection_policy(args.policies)
+    result = rollback(ctx.registry, args.run_id, clock=ctx.clock, reason=args.reason, policy=policy)
     return Outcome(data=result, lines=render_rollback(result))
 
 

@@ -174,6 +174,12 @@ class ReplayRefusedError(ReplayError):
     exit_code = 2
 
 
+class PinnedInputGoneError(ReplayRefusedError):
+    """A run cannot resume: maintenance removed a version it pinned (``--rebuild`` pins afresh)."""
+
+    code = "pinned_input_gone"
+
+
 class PublicationHeldError(ReplayError):
     """Publication waits for a required consumer's acknowledgement; nothing was published."""
 

@@ -139,9 +139,12 @@ class Built:
     silver_version: int
 
 
-def build(lh: Any, clock: Clock, history: Path) -> Built:
+def build(lh: Any, clock: Clock, history: Path, *, pin_v1: bool = False) -> Built:
     """EVENTS delivered, ingested, built into Silver (ER v1) and Gold (correlation v1) by the
-    product's recorded runs (``workloads.pipeline``): every ledger entry is the product's own."""
+    product's recorded runs (``workloads.pipeline``): every ledger entry is the product's own.
+
+    ``pin_v1``: Silver is built with ER v1 as an operator pin (``--engine entity_resolution@1``),
+    for a clock on which a later version is already in force on a fresh lakehouse."""
     from workloads.gold.quality import medallion_gate as gate
     from workloads.pipeline import run_gold, run_ingest, run_silver
     from workloads.silver.lateness import load_lateness_policy
@@ -151,7 +154,8 @@ def build(lh: Any, clock: Clock, history: Path) -> Built:
     source = write_deliveries(history)
     for feed in ("orders", "logins"):
         run_ingest(registry, ledger, clock, feed=feed, source=source)
-    run_silver(registry, ledger, clock, policy=load_lateness_policy(), gate=gate)
+    pinned = {"entity_resolution": 1} if pin_v1 else None
+    run_silver(registry, ledger, clock, policy=load_lateness_policy(), gate=gate, pinned=pinned)
     gold_report = run_gold(registry, ledger, clock, gate=gate)
     silver_version = registry.get("silver.events").current_version()
     assert silver_version is not None

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 ORDER = ["lakehouse", "ledger", "workloads", "jobs"]
 
 WORKLOAD_ORDER = [
-    {"vocabulary"},
+    {"vocabulary", "policies"},
     {"engines"},
     {"evaluation"},
     {"runs"},

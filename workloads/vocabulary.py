@@ -146,6 +146,19 @@ class QualityBasis(StrEnum):
     """No labels for this data: the report says so (confirmed outcomes come with the ML work)."""
 
 
+class ProtectionReason(StrEnum):
+    """Why a table version must survive routine maintenance (``workloads.maintenance``)."""
+
+    PINNED = "pinned"
+    """An input of a replay that can still resume."""
+    PUBLISHED = "published"
+    """A version a publication made current: its rollback window and the audit window."""
+    ROLLBACK_TARGET = "rollback-target"
+    """The version before a live publication: what its rollback returns to."""
+    SERVED = "served"
+    """A version readers were served (a build or a rollback) within the audit window."""
+
+
 class TableName(StrEnum):
     """Every logical table the workloads read or write (configured in ``lakehouse.yaml``)."""
 

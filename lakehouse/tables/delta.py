@@ -51,6 +51,9 @@ RETENTION_PROPERTIES = ("delta.deletedFileRetentionDuration", "delta.logRetentio
 defaults: 7 and 30 days). VACUUM's safety check refuses a shorter retention than the first."""
 _INTERVAL = re.compile(r"\s*interval\s+(\d+)\s+(second|minute|hour|day|week)s?\s*", re.IGNORECASE)
 _UNIT_DAYS = {"second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 7.0}
+LAST_VACUUM_FILE = "_last_vacuum_info"
+"""Written into ``_delta_log`` by every VACUUM that deleted (Delta 4.x): without it no file was
+ever vacuumed, and a version whose commit is in the log is readable without listing its files."""
 _COMMIT_FILE = re.compile(r"(\d{20})\.json")
 """A commit file in ``_delta_log``, its version in group 1 (checkpoints, checksums, compacted
 logs and temporary files are named otherwise; log cleanup never removes the newest commit)."""
@@ -401,8 +404,11 @@ class DeltaLakeTable(Table):
     def readable(self, version: int) -> bool:
         """The version's log is still there and so is every data file it lists (VACUUM removes
         files, not log entries, so a listed version may be unreadable)."""
-        if not self.exists() or not self._has_version(version):
+        if not self.exists() or version < 0:
             return False
+        log = set(_list_dir(self.spark, self._log_location))
+        if f"{version:020d}.json" in log and LAST_VACUUM_FILE not in log:
+            return True  # its commit is in the log, and no VACUUM ever removed a file
         try:
             files = (
                 self.spark.read.format("delta")

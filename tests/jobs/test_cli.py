@@ -25,7 +25,7 @@ def test_help_lists_the_commands() -> None:
     assert result.returncode == 0
     for command in ("demo", "tables", "submit-args", "replay", "approve", "ack", "publish", "rollback"):
         assert command in result.stdout
-    for command in ("engines", "asof", "ledger", "reindex"):
+    for command in ("engines", "asof", "ledger", "reindex", "protect"):
         assert command in result.stdout
 
 

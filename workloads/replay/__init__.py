@@ -12,7 +12,9 @@ Plain library functions for the CLI (each returns a frozen dataclass whose field
   raises :class:`~lakehouse.errors.PublicationHeldError` while a required consumer has not
   acknowledged;
 * :func:`rollback` — ``lakehouse rollback RUN``;
-* :func:`run_status` — where a run stands.
+* :func:`run_status` — where a run stands;
+* :func:`protect` — ``lakehouse protect``: the versions the ledger points to are kept by the
+  formats' own maintenance; :func:`check_history` — ``lakehouse ledger verify --history``.
 
 Modules, in the order a run meets them: :mod:`~workloads.replay.plan` (the correction
 plan), :mod:`~workloads.replay.identity` (engines, pins, run id, candidate names),
@@ -26,18 +28,20 @@ checks and verdict), :mod:`~workloads.replay.outcome` and :mod:`~workloads.repla
 (up to the gate); :mod:`~workloads.replay.state` and :mod:`~workloads.replay.status` (a
 run's state from the ledger), :mod:`~workloads.replay.approval` (approve, ack),
 :mod:`~workloads.replay.publish`, :mod:`~workloads.replay.notify` with
-:mod:`~workloads.replay.outbox`, :mod:`~workloads.replay.rollback`; and
+:mod:`~workloads.replay.outbox`, :mod:`~workloads.replay.rollback`;
+:mod:`~workloads.replay.protection` (what maintenance must keep); and
 :mod:`~workloads.replay.faults` (failure injection).
 """
 
 from __future__ import annotations
 
-from workloads.replay.analysis import plan_scope
+from workloads.replay.analysis import AlreadyPublished, plan_scope, published_run
 from workloads.replay.approval import ApprovalResult, ack, approve
 from workloads.replay.faults import FailPoint
 from workloads.replay.flow import run_replay
 from workloads.replay.identity import ReplayEngines, resolve_engines, run_candidates
 from workloads.replay.outcome import ReplayOutcome
+from workloads.replay.protection import HistoryCheck, ProtectionReport, check_history, protect
 from workloads.replay.publish import PublishResult, publish
 from workloads.replay.rollback import RollbackResult, rollback
 from workloads.replay.scope import Estimate, ProducingRun, ReplayScope
@@ -45,10 +49,13 @@ from workloads.replay.state import RunState
 from workloads.replay.status import RunStatus, run_status
 
 __all__ = [
+    "AlreadyPublished",
     "ApprovalResult",
     "Estimate",
     "FailPoint",
+    "HistoryCheck",
     "ProducingRun",
+    "ProtectionReport",
     "PublishResult",
     "ReplayEngines",
     "ReplayOutcome",
@@ -58,8 +65,11 @@ __all__ = [
     "RunStatus",
     "ack",
     "approve",
+    "check_history",
     "plan_scope",
+    "protect",
     "publish",
+    "published_run",
     "resolve_engines",
     "rollback",
     "run_candidates",

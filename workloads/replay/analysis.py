@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from lakehouse.errors import ReplayRefusedError
 from lakehouse.frames import materialize
 from lakehouse.tables import TableSize
 from ledger.clock import Clock, SystemClock
@@ -28,6 +29,8 @@ from workloads.replay import scope as sc
 from workloads.replay.identity import declared_int, engine_function, engine_kwargs
 from workloads.replay.plan import CorrectionPlan
 from workloads.replay.setup import Setup, check_budget, input_size, setup_replay
+from workloads.replay.state import PUBLISHED_STATES
+from workloads.replay.status import load_state
 from workloads.vocabulary import ExceptionStatus, TableName
 
 if TYPE_CHECKING:
@@ -244,11 +247,17 @@ def describe_scope(
         ),
         inputs=accounting,
         change_kind=setup.engines.kind.value,
+        inputs_route=setup.inputs_route,
     )
 
 
 def plan_scope(
-    registry: TableRegistry, plan: CorrectionPlan, *, engines: EngineCatalog, clock: Clock | None = None
+    registry: TableRegistry,
+    plan: CorrectionPlan,
+    *,
+    engines: EngineCatalog,
+    clock: Clock | None = None,
+    rebuild: bool = False,
 ) -> sc.ReplayScope:
     """The dry run: the exact scope and cost of a replay; writes nothing, not even the ledger.
 
@@ -256,20 +265,58 @@ def plan_scope(
     and (:class:`~lakehouse.errors.EngineFingerprintError`) when an engine's code changed
     without a version bump. ``clock`` gives the date a producer change takes the resolver in
     force at (the machine's clock if not given). A dry run is allowed before the new
-    version takes effect: it decides nothing.
+    version takes effect: it decides nothing. A plan whose run is already published has
+    nothing to scope (:func:`published_run` says so first); one whose resumable run lost its
+    pins to maintenance is refused (:class:`~lakehouse.errors.PinnedInputGoneError`) unless
+    ``rebuild``, which scopes a new run on the current versions.
     """
-    setup = setup_replay(registry, plan, engines, clock=clock or SystemClock())
+    setup = setup_replay(registry, plan, engines, clock=clock or SystemClock(), rebuild=rebuild)
+    if setup.resumed_status in PUBLISHED_STATES:
+        raise ReplayRefusedError(
+            f"run {setup.run_id} of plan {plan.plan} is already published; there is nothing to scope"
+        )
     size = input_size(registry, setup)
     check_budget(plan, size)
     analysis = analyse(registry, setup, built_at=EPOCH)
     scope = describe_scope(registry, setup, analysis, size)
     log.info(
-        "dry run of %s: %d affected entities, supersede %d, retract %d, insert %d in %d partitions",
+        "dry run of %s: %d affected entities, supersede %d, retract %d, insert %d in %d partitions; "
+        "inputs: %s",
         setup.run_id,
         scope.affected_entity_count,
         scope.to_supersede,
         scope.to_retract,
         scope.to_insert,
         len(scope.changed_partitions),
+        setup.inputs_route,
     )
     return scope
+
+
+@dataclass(frozen=True)
+class AlreadyPublished:
+    """A plan whose run is published: a rerun has nothing to do (and writes nothing)."""
+
+    run_id: str
+    plan: str
+    table: str
+    version: int
+    effective_at: datetime
+    status: str
+
+
+def published_run(
+    registry: TableRegistry, plan: CorrectionPlan, *, engines: EngineCatalog, clock: Clock | None = None
+) -> AlreadyPublished | None:
+    """The plan's published run, if it has one (read from the ledger only: its pinned versions
+    may have been expired since, and are not needed)."""
+    setup = setup_replay(registry, plan, engines, clock=clock or SystemClock(), check_pins=False)
+    if setup.resumed_from is None or setup.resumed_status not in PUBLISHED_STATES:
+        return None
+    live = load_state(registry, setup.resumed_from).live_publication
+    if live is None:
+        return None
+    table = plan.answer.table
+    return AlreadyPublished(
+        setup.resumed_from, plan.plan, table, live.tables[table], live.effective_at, str(setup.resumed_status)
+    )

@@ -60,13 +60,15 @@ from ledger.identity import InputRead
 from ledger.reader import LedgerReader
 from ledger.writer import LedgerWriter
 from workloads.evaluation import LabelledTruth, TruthSearch
+from workloads.policies import ProtectionPolicy, load_protection_policy
 from workloads.replay.analysis import analyse, describe_scope, plan_scope
 from workloads.replay.build import build_candidate
 from workloads.replay.evaluate import evaluate
 from workloads.replay.faults import FailPoint, fail_point, maybe_fail
-from workloads.replay.identity import run_candidates
+from workloads.replay.identity import input_tables, run_candidates
 from workloads.replay.outcome import ReplayOutcome, decision_dict, outcome_from_state, planned_notifications
 from workloads.replay.plan import CorrectionPlan
+from workloads.replay.protection import history_days, keep_history, sync_protections
 from workloads.replay.quality import locate_truth
 from workloads.replay.setup import Setup, check_budget, check_effective, input_size, setup_replay
 from workloads.replay.state import (
@@ -123,17 +125,24 @@ def run_replay(
     fail_at: FailPoint | str | None = None,
     rebuild: bool = False,
     truth: LabelledTruth | None = None,
+    policy: ProtectionPolicy | None = None,
 ) -> ReplayOutcome:
     """Run a correction or comparison plan up to its gate (see the module docstring).
 
     ``clock`` gives the build time and the ledger's ``recorded_at``. ``fail_at`` injects
     a failure at a step (:class:`FailPoint`). ``rebuild`` drops an existing candidate of
-    the run and builds it again instead of resuming it. ``truth`` is the labelled truth
-    both versions' quality is measured against; without it the one beside the ingested
-    deliveries is used, if any (:mod:`workloads.replay.quality`).
+    the run and builds it again instead of resuming it, and starts a new run pinned at the
+    current versions when maintenance removed the old run's pins. ``truth`` is the
+    labelled truth both versions' quality is measured against; without it the one beside
+    the ingested deliveries is used, if any (:mod:`workloads.replay.quality`). ``policy``
+    is the protection policy (``conf/policies.yaml`` when not given): the run's pinned
+    inputs stay protected from maintenance while it can resume
+    (:mod:`workloads.replay.protection`).
     """
     chosen = fail_point(fail_at)
-    setup = setup_replay(registry, plan, engines, clock=clock)
+    days = history_days(policy or load_protection_policy(), [plan.publication.rollback_window_days])
+    keep_history(registry, input_tables(plan, registry), days)  # before pinning: a Delta change commits
+    setup = setup_replay(registry, plan, engines, clock=clock, rebuild=rebuild)
     run_id = setup.run_id
     reader = LedgerReader.for_registry(registry)
     state = _existing(run_id, reader.by_run(run_id))
@@ -153,6 +162,8 @@ def run_replay(
     built_at = clock.now()
     check_effective(setup, built_at.date())
     ledger.writer.append(_started_entry(setup))
+    _drop_abandoned(table, setup)
+    sync_protections(registry, clock, policy)  # its pins are kept while it can resume
     try:
         return _build_and_evaluate(
             registry, setup, table, ledger.writer, size, built_at, chosen, rebuild, searched
@@ -165,6 +176,14 @@ def run_replay(
             RunFinished(run_id=run_id, status="failed", error=f"{type(exc).__name__}: {first_line(exc)}")
         )
         raise
+
+
+def _drop_abandoned(table: Table, setup: Setup) -> None:
+    """A run abandoned for lost pins keeps no candidate: its build can never be published."""
+    if setup.abandoned is not None:
+        for stale in run_candidates(table, setup.abandoned):
+            log.info("dropping candidate %s of abandoned run %s", stale.name, setup.abandoned)
+            table.drop_candidate(stale)
 
 
 def _existing(run_id: str, entries: Sequence[LedgerEntryBase]) -> RunState | None:

@@ -53,12 +53,14 @@ from ledger.entries import Publication, RunStarted, Supersession
 from ledger.identity import InputRead
 from workloads.gold.entity_index import SOURCE as INDEXED_TABLE
 from workloads.gold.entity_index import IndexRefresh, refresh_entity_index
+from workloads.policies import ProtectionPolicy, load_protection_policy
 from workloads.replay import candidate as cand
 from workloads.replay import outbox
 from workloads.replay.faults import FailPoint, fail_point, maybe_fail
 from workloads.replay.identity import candidate_name, run_candidates
 from workloads.replay.notify import notify
 from workloads.replay.plan import Purpose
+from workloads.replay.protection import history_days, keep_history, sync_protections
 from workloads.replay.state import PUBLISH_COMMAND, PublishIntent, RunState
 from workloads.replay.status import load_state, run_partitions, why_not
 from workloads.vocabulary import Verdict
@@ -143,8 +145,14 @@ def publish(
     *,
     clock: Clock,
     fail_at: FailPoint | str | None = None,
+    policy: ProtectionPolicy | None = None,
 ) -> PublishResult:
-    """Publish an approved correction atomically, then notify each consumer once (module docstring)."""
+    """Publish an approved correction atomically, then notify each consumer once (module docstring).
+
+    The table's kept history is checked first (and raised to the plan's rollback window if it
+    is shorter); after the publication, the published version and the one its rollback returns
+    to are protected from maintenance (``policy``: ``conf/policies.yaml`` when not given).
+    """
     chosen = fail_point(fail_at)
     state = load_state(registry, run_id)
     check_publishable(state)
@@ -159,8 +167,11 @@ def publish(
             log.info("run %s had reached serving before a crash; its publication is now recorded", run_id)
     if live is None:
         _hold_for_acks(registry, state)
+        window = state.plan.publication.rollback_window_days
+        keep_history(registry, [state.table], history_days(policy or load_protection_policy(), [window]))
         live, restaged = _publish_table(table, state, ledger, clock, chosen)
         status = "published"
+        sync_protections(registry, clock, policy)  # the new version, and the one a rollback returns to
         log.info(
             "run %s published: %s version %d (was %s), effective %s%s",
             run_id,

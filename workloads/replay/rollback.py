@@ -17,6 +17,8 @@ from ledger.api import open_ledger
 from ledger.clock import Clock, utc
 from ledger.entries import Rollback
 from workloads.gold.entity_index import IndexRefresh
+from workloads.policies import ProtectionPolicy
+from workloads.replay.protection import sync_protections
 from workloads.replay.publish import refresh_index
 from workloads.replay.status import load_state
 
@@ -39,12 +41,21 @@ class RollbackResult:
     entity_index: IndexRefresh | None = None
 
 
-def rollback(registry: TableRegistry, run_id: str, *, clock: Clock, reason: str = "") -> RollbackResult:
+def rollback(
+    registry: TableRegistry,
+    run_id: str,
+    *,
+    clock: Clock,
+    reason: str = "",
+    policy: ProtectionPolicy | None = None,
+) -> RollbackResult:
     """Restore serving to its version before the run's publication, within the rollback window.
 
     Refused outside ``publication.rollback_window_days`` of the publication's effective
-    time, for a run that is not published, and when serving moved since (rolling back
-    would also discard later writes).
+    time, for a run that is not published, when serving moved since (rolling back would
+    also discard later writes), and when maintenance removed the version to return to (the
+    message names the version and the rule that should have kept it). Afterwards the
+    protections follow the ledger (``policy``: ``conf/policies.yaml`` when not given).
     """
     state = load_state(registry, run_id)
     live = state.live_publication
@@ -70,6 +81,14 @@ def rollback(registry: TableRegistry, run_id: str, *, clock: Clock, reason: str 
             f"{state.table} moved from version {published} (published by {run_id}) to {current} since; "
             f"rolling back would discard those later writes: restate with a new correction plan instead"
         )
+    if not table.readable(previous):
+        until = live.effective_at + window
+        raise ReplayRefusedError(
+            f"run {run_id} cannot be rolled back: {state.table} version {previous}, the version before "
+            f"its publication, is gone ({table.removal_note(previous)}); plan {state.plan.plan}'s "
+            f"publication.rollback_window_days = {window.days} should have kept it until "
+            f"{until.date().isoformat()}. Restate with a new correction plan instead"
+        )
     text = reason or f"rollback of run {run_id} (plan {state.plan.plan})"
     new_version = table.rollback(previous, run_id=run_id)
     ledger = open_ledger(registry, clock=clock)
@@ -84,5 +103,6 @@ def rollback(registry: TableRegistry, run_id: str, *, clock: Clock, reason: str 
         )
     )
     log.info("run %s rolled back: %s version %d restored as %d", run_id, state.table, previous, new_version)
+    sync_protections(registry, clock, policy)
     index = refresh_index(registry, state.table, ledger, clock)
     return RollbackResult(run_id, state.table, published, previous, new_version, text, index)

@@ -382,3 +382,5 @@ class ReplayScope:
     change_kind: str = ChangeKind.RESOLVER.value
     """``resolver`` (affected = entities whose membership differs) or ``producer`` (affected =
     every entity with an asset in range: the whole answer is decided again)."""
+    inputs_route: str = "the current versions"
+    """Where the pinned versions come from: the current versions, or an earlier run's pins."""

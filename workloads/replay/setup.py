@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from lakehouse.errors import ReplayRefusedError, UsageError
+from lakehouse.errors import PinnedInputGoneError, ReplayRefusedError, UsageError
 from lakehouse.tables import TableSize, describe_versions
 from ledger.clock import Clock
 from ledger.engines import EngineCatalog, EngineSpec, engines_in_force
@@ -51,9 +51,26 @@ class Setup:
     run_id: str
     bounds: tuple[datetime | None, datetime | None]
     resumed_from: str | None = None
-    """The unfinished run whose pins were reused, if any."""
+    """The earlier run of this plan whose pins were reused, if any."""
     processing_date: date | None = None
     """The UTC date the resolver in force was chosen for (producer changes only)."""
+    resumed_status: str | None = None
+    """That run's status (``published`` means there is nothing left to replay)."""
+    abandoned: str | None = None
+    """An earlier run that could not resume because maintenance removed its pinned inputs
+    (``rebuild`` then pins afresh)."""
+
+    @property
+    def inputs_route(self) -> str:
+        """Where the inputs' versions come from, for the dry run."""
+        if self.resumed_from is not None:
+            return f"the pins of run {self.resumed_from} ({self.resumed_status}), resumed"
+        if self.abandoned is not None:
+            return (
+                f"the current versions: the pins of run {self.abandoned} are gone, and the current "
+                f"version's bitemporal rows hold what its expired versions held"
+            )
+        return "the current versions"
 
 
 def _replay_runs(reader: LedgerReader, plan: CorrectionPlan, engines: ReplayEngines) -> list[str]:
@@ -91,12 +108,19 @@ def setup_replay(
     *,
     clock: Clock | None = None,
     resolver: EngineSpec | None = None,
+    rebuild: bool = False,
+    check_pins: bool = True,
 ) -> Setup:
     """Verify the engines, pin the inputs (reusing an unfinished run's pins) and derive the run id.
 
     ``clock`` gives the processing date a producer change chooses its resolver for (read
     once, and only for a producer change). ``resolver`` fixes that resolver instead (to
     set up a recorded run again, with the resolver its ``run_started`` names).
+
+    A run that would resume but whose pinned inputs maintenance removed is refused
+    (:class:`~lakehouse.errors.PinnedInputGoneError`, naming the table, the version and
+    what removed it); with ``rebuild`` a new run pins the current versions instead.
+    ``check_pins=False`` skips that check (to ask only who the run is).
     """
     reader = LedgerReader.for_registry(registry)
     today: date | None = None
@@ -107,13 +131,32 @@ def setup_replay(
         resolver = resolver_in_force(reader, catalog, catalog.resolve(plan.engine_change.engine), today)
     engines = resolve_engines(plan, catalog, resolver=resolver)
     bounds = sc.range_bounds(plan.range.event_from, plan.range.event_until)
+    abandoned = None
     for run_id in _replay_runs(reader, plan, engines):
         state = run_state(run_id, reader.by_run(run_id))
-        if state.status not in RESTARTABLE:
-            log.info("plan %s resumes run %s (%s) with its pins", plan.plan, run_id, state.status)
-            return Setup(
-                plan, engines, state.pins, run_id, bounds, resumed_from=run_id, processing_date=today
+        if state.status in RESTARTABLE:
+            continue
+        gone = _gone_pins(registry, state.pins) if check_pins and not state.publications else []
+        if gone and rebuild:
+            log.warning("run %s cannot resume (%s); a new run pins the current versions", run_id, gone)
+            abandoned = run_id
+            break
+        if gone:
+            raise PinnedInputGoneError(
+                f"run {run_id} cannot resume: its pinned {'input' if len(gone) == 1 else 'inputs'} "
+                f"{'; '.join(gone)}. Rerun with --rebuild to start a new run pinned at the current versions"
             )
+        log.info("plan %s resumes run %s (%s) with its pins", plan.plan, run_id, state.status)
+        return Setup(
+            plan,
+            engines,
+            state.pins,
+            run_id,
+            bounds,
+            resumed_from=run_id,
+            processing_date=today,
+            resumed_status=state.status,
+        )
     pins = pin_inputs(plan, registry)
     run_id = replay_run_id(plan, pins, engines)
     log.info(
@@ -123,7 +166,19 @@ def setup_replay(
         engines.change,
         describe_versions(pins),
     )
-    return Setup(plan, engines, pins, run_id, bounds, processing_date=today)
+    return Setup(plan, engines, pins, run_id, bounds, processing_date=today, abandoned=abandoned)
+
+
+def _gone_pins(registry: TableRegistry, pins: Mapping[str, int]) -> list[str]:
+    """``table@version is gone: what removed it`` for each pinned input that cannot be read."""
+    gone = []
+    for name, version in sorted(pins.items()):
+        table = registry.get(name)
+        if not table.exists():
+            gone.append(f"{name}@{version} is gone: {name} does not exist any more")
+        elif not table.readable(version):
+            gone.append(f"{name}@{version} is gone: {table.removal_note(version)}")
+    return gone
 
 
 def check_effective(setup: Setup, at: date) -> None:

@@ -48,6 +48,8 @@ COMPARED, SUPPRESSED, BLOCKED = "compared", "suppressed", "blocked"
 AWAITING_APPROVAL, APPROVED, REJECTED = "awaiting_approval", "approved", "rejected"
 PUBLISHED, PUBLISHED_UNNOTIFIED, ROLLED_BACK = "published", "published_unnotified", "rolled_back"
 
+PUBLISHED_STATES: Final[frozenset[str]] = frozenset({PUBLISHED, PUBLISHED_UNNOTIFIED})
+"""A rerun of a plan whose run is in one of these has nothing to replay."""
 RESTARTABLE: Final[frozenset[str]] = frozenset({COMPARED, SUPPRESSED, BLOCKED, REJECTED, ROLLED_BACK})
 """States after which a rerun of the plan pins its inputs afresh (the same pins give the same
 run again). From any other state a rerun resumes the run, keeping its pins: an unfinished

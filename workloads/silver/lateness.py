@@ -30,12 +30,13 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from lakehouse.errors import ConfigError
 from lakehouse.models import StrictModel, read_yaml_mapping, validate_file
+from workloads.policies import DEFAULT_POLICY_PATH
 from workloads.silver.columns import COORDINATES, case_when
 from workloads.silver.exceptions import Approval
 from workloads.vocabulary import FEEDS, ClosedPeriodAction, Fate, Lateness
@@ -54,9 +55,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_POLICY_PATH: Final[Path] = Path(__file__).resolve().parents[2] / "conf" / "policies.yaml"
-"""The repository's policy file, used when no other is named."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,43 @@
+"""The policy file (``conf/policies.yaml``): where it is, and its ``protection`` section.
+
+The ``lateness`` section is read by :mod:`workloads.silver.lateness`; ``protection`` (how long
+the format's history must stay readable for audits) here.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Final
+
+from pydantic import Field
+
+from lakehouse.errors import ConfigError
+from lakehouse.models import StrictModel, read_yaml_mapping, validate_file
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POLICY_PATH: Final[Path] = Path(__file__).resolve().parents[1] / "conf" / "policies.yaml"
+"""The repository's policy file, used when no other is named."""
+
+
+class ProtectionPolicy(StrictModel):
+    """How long versions the ledger points to must stay readable under routine maintenance."""
+
+    audit_window_days: int = Field(ge=1)
+    """Every version readers were served within this many days stays readable (``asof``
+    route (b), audits); each publication also keeps its plan's rollback window."""
+
+
+class _ProtectionSection(StrictModel):
+    protection: ProtectionPolicy
+
+
+def load_protection_policy(path: Path = DEFAULT_POLICY_PATH) -> ProtectionPolicy:
+    """Read the ``protection:`` section of a policies YAML file (one-line errors name the key)."""
+    document = read_yaml_mapping(path, what="policy file")
+    if not isinstance(document.get("protection"), dict):
+        raise ConfigError(f"{path}: no 'protection' mapping (protection.audit_window_days)")
+    policy = validate_file(_ProtectionSection, path, {"protection": document["protection"]}).protection
+    log.debug("protection policy from %s: %s", path, policy)
+    return policy
