@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pytest
@@ -30,11 +31,15 @@ def instance_env(instance: str) -> dict[str, str]:
 
 
 def run_cli(argv: list[str], env: Mapping[str, str]) -> Ran:
-    """Run ``lakehouse ARGV`` through :func:`jobs.cli.main` with ``env`` set for its duration."""
+    """Run ``lakehouse ARGV`` through :func:`jobs.cli.main` with ``env`` set for its duration.
+
+    A command configures logging for its process; here the process goes on, so the logging
+    configuration is put back afterwards (a later test must not print through it).
+    """
     from jobs.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, _logging_restored():
         for key, value in env.items():
             patch.setenv(key, value)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -43,3 +48,24 @@ def run_cli(argv: list[str], env: Mapping[str, str]) -> Ran:
             except SystemExit as exc:  # argparse's own refusals
                 code = int(exc.code or 0)
     return Ran(code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _logging_restored() -> Iterator[None]:
+    from jobs.progress import OUR_PACKAGES
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    levels = {name: logging.getLogger(name).level for name in OUR_PACKAGES}
+    try:
+        yield
+    finally:
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
+        for handler in handlers:
+            if handler not in root.handlers:
+                root.addHandler(handler)
+        root.setLevel(level)
+        for name, previous in levels.items():
+            logging.getLogger(name).setLevel(previous)

@@ -49,7 +49,8 @@ def test_a_dry_run_dumps_its_budget_verdict_and_lists_ten_entities() -> None:
     assert dumped["pins"] == {"silver.events": 3}
     lines = render_scope(scope())
     assert lines[0] == "replay replay-1 of plan er-v2 (correction) on gold.correlations"
-    assert lines[3] == "affected entities: 12: e00, e01, e02, e03, e04, e05, e06, e07, e08, e09 (+2 more)"
+    assert lines[3] == "inputs from: the current versions"
+    assert lines[4] == "affected entities: 12: e00, e01, e02, e03, e04, e05, e06, e07, e08, e09 (+2 more)"
     assert lines[-1] == "estimate: read 10 bytes / 40 rows in 2 files (cap 100), write 5 rows"
 
 
