@@ -151,8 +151,10 @@ def execute(handler: Handler, args: argparse.Namespace) -> int:
 
 def add_policies_argument(parser: argparse.ArgumentParser) -> None:
     """``--policies PATH``: the policy file (lateness; how long history stays protected)."""
+    from workloads.policies import DEFAULT_POLICY_PATH
+
     parser.add_argument(
-        "--policies", type=Path, default=Path("conf/policies.yaml"), help="policy file (conf/policies.yaml)"
+        "--policies", type=Path, default=DEFAULT_POLICY_PATH, help="policy file (default: conf/policies.yaml)"
     )
 
 

@@ -75,6 +75,8 @@ class Capabilities:
     """A rollback is a new commit (new version) rather than a move of the current pointer."""
     version_kind: str
     """``version`` (a dense counter from 0) or ``snapshot_id`` (an opaque 64-bit id)."""
+    property_change_is_a_version: bool
+    """Changing a table property commits a new version (Delta) rather than metadata only."""
     version_tags: bool
     """A version can be tagged so that the format's own expiry keeps it (Iceberg tags); without
     them, only the table's retention properties keep old versions (Delta)."""

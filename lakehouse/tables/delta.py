@@ -68,6 +68,7 @@ class DeltaLakeTable(Table):
         table_write_order=False,
         rollback_creates_commit=True,
         version_kind="version",
+        property_change_is_a_version=True,
         version_tags=False,
     )
 
@@ -426,7 +427,7 @@ class DeltaLakeTable(Table):
         vacuums = (
             DeltaTable.forPath(self.spark, self.location)
             .history()
-            .where("operation = 'VACUUM START'")
+            .where(f"operation = 'VACUUM START' AND version > {int(version)}")
             .orderBy("version")
             .collect()
         )
@@ -435,7 +436,7 @@ class DeltaLakeTable(Table):
                 f"version {version} of {self.name} cannot be read and its history records no VACUUM: "
                 f"its log or files were removed outside Delta"
             )
-        last = vacuums[-1]
+        last = vacuums[-1]  # the latest VACUUM after the version (one before it removed none of its files)
         params = last["operationParameters"] or {}
         retain = params.get("specifiedRetentionMillis")
         hours = f"RETAIN {int(retain) / 3_600_000:g} HOURS" if retain not in (None, "null") else "its default"

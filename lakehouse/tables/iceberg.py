@@ -50,6 +50,7 @@ class IcebergTable(Table):
         table_write_order=True,
         rollback_creates_commit=False,
         version_kind="snapshot_id",
+        property_change_is_a_version=False,
         version_tags=True,
     )
 

@@ -72,6 +72,7 @@ from workloads.replay.protection import history_days, keep_history, sync_protect
 from workloads.replay.quality import locate_truth
 from workloads.replay.setup import Setup, check_budget, check_effective, input_size, setup_replay
 from workloads.replay.state import (
+    ABANDONED_PREFIX,
     APPROVED,
     AWAITING_APPROVAL,
     BLOCKED,
@@ -141,7 +142,6 @@ def run_replay(
     """
     chosen = fail_point(fail_at)
     days = history_days(policy or load_protection_policy(), [plan.publication.rollback_window_days])
-    keep_history(registry, input_tables(plan, registry), days)  # before pinning: a Delta change commits
     setup = setup_replay(registry, plan, engines, clock=clock, rebuild=rebuild)
     run_id = setup.run_id
     reader = LedgerReader.for_registry(registry)
@@ -161,10 +161,11 @@ def run_replay(
     ledger = open_ledger(registry, clock=clock)
     built_at = clock.now()
     check_effective(setup, built_at.date())
+    keep_history(registry, input_tables(plan, registry), days)
+    _abandon(table, setup, ledger.writer)
     ledger.writer.append(_started_entry(setup))
-    _drop_abandoned(table, setup)
-    sync_protections(registry, clock, policy)  # its pins are kept while it can resume
     try:
+        sync_protections(registry, clock, policy)  # its pins are kept while it can resume
         return _build_and_evaluate(
             registry, setup, table, ledger.writer, size, built_at, chosen, rebuild, searched
         )
@@ -178,12 +179,21 @@ def run_replay(
         raise
 
 
-def _drop_abandoned(table: Table, setup: Setup) -> None:
-    """A run abandoned for lost pins keeps no candidate: its build can never be published."""
-    if setup.abandoned is not None:
-        for stale in run_candidates(table, setup.abandoned):
-            log.info("dropping candidate %s of abandoned run %s", stale.name, setup.abandoned)
-            table.drop_candidate(stale)
+def _abandon(table: Table, setup: Setup, writer: LedgerWriter) -> None:
+    """A run given up for lost pins is closed in the ledger (it never resumes again, and its
+    pins are no longer protected) and keeps no candidate: its build can never be published."""
+    if setup.abandoned is None:
+        return
+    for stale in run_candidates(table, setup.abandoned):
+        log.info("dropping candidate %s of abandoned run %s", stale.name, setup.abandoned)
+        table.drop_candidate(stale)
+    writer.append(
+        RunFinished(
+            run_id=setup.abandoned,
+            status="failed",
+            error=f"{ABANDONED_PREFIX}its pinned inputs are gone; rebuilt as run {setup.run_id}",
+        )
+    )
 
 
 def _existing(run_id: str, entries: Sequence[LedgerEntryBase]) -> RunState | None:

@@ -212,16 +212,33 @@ _KEPT: dict[str, int] = {}
 covering the configured ``history_days``; this only repairs older or changed ones)."""
 
 
-def keep_history(registry: TableRegistry, tables: Iterable[str], days: int) -> dict[str, dict[str, str]]:
+def keep_history(
+    registry: TableRegistry, tables: Iterable[str], days: int, *, new_versions: bool = False
+) -> dict[str, dict[str, str]]:
     """Set each existing table's retention properties to cover ``days``; returns what changed.
 
-    On Delta a change is a metadata commit (a new version), so callers run this before they
-    pin versions or compare serving with a published version. Checked once per process.
+    Where a property change is a new version (Delta) it is only checked, and a shortfall
+    logged, unless ``new_versions``: a new version would move serving under a pinned replay
+    or a live publication (whose rollback then refuses). Tables are created covering the
+    configured ``history_days``; ``lakehouse protect`` raises a Delta table's. Checked once
+    per process.
     """
     changed = {}
     for name in sorted(set(tables)):
         table = registry.get(name)
         if _KEPT.get(table.location, 0) >= days or not table.exists():
+            continue
+        if table.capabilities.property_change_is_a_version and not new_versions:
+            kept = table.history_retention_days()
+            if kept is None or kept < days:
+                log.warning(
+                    "%s keeps %s days of history under VACUUM, fewer than the %d its protections need; "
+                    "lakehouse protect raises it (a metadata commit: a new version)",
+                    name,
+                    "the default" if kept is None else f"{kept:g}",
+                    days,
+                )
+            _KEPT[table.location] = days
             continue
         done = table.keep_history(days)
         _KEPT[table.location] = days
@@ -253,10 +270,13 @@ def protect(
         by_table[item.table].append(item)
     done = []
     for name in sorted(by_table):
+        if name not in registry.config.tables:
+            log.warning("%s is in the ledger but no longer configured: its versions are not protected", name)
+            continue
         table = registry.get(name)
         if not table.exists():
             continue
-        changed = table.keep_history(days) if properties and not dry_run else {}
+        changed = table.keep_history(days) if properties and not dry_run else {}  # an explicit request
         if table.capabilities.version_tags:
             done.append(_sync_tags(table, by_table[name], now, changed, dry_run=dry_run))
         else:
@@ -275,11 +295,19 @@ def protect(
 
 def sync_protections(
     registry: TableRegistry, clock: Clock, policy: ProtectionPolicy | None = None
-) -> ProtectionReport:
+) -> ProtectionReport | None:
     """Make the tags follow the ledger after a step it recorded (a replay's start, a publication,
-    a rollback); table properties are left alone (see :func:`keep_history`)."""
-    records = LedgerReader.for_registry(registry).records()
-    return protect(registry, records, policy or load_protection_policy(), clock.now(), properties=False)
+    a rollback); table properties are left alone (see :func:`keep_history`).
+
+    The step is committed already, so a failure here is logged, never raised: the step stays
+    done, and ``lakehouse protect`` (or the next step) brings the tags up to date.
+    """
+    try:
+        records = LedgerReader.for_registry(registry).records()
+        return protect(registry, records, policy or load_protection_policy(), clock.now(), properties=False)
+    except Exception as exc:
+        log.warning("protections not updated (%s: %s); run lakehouse protect", type(exc).__name__, exc)
+        return None
 
 
 def _retain_days(item: Protection, now: datetime, committed: datetime) -> int | None:
@@ -339,6 +367,9 @@ def check_history(
         reasons[(item.table, item.version)].append(f"{item.reason.value} {item.run_id} ({item.rule})")
     gone = []
     for (name, version), why in sorted(reasons.items()):
+        if name not in registry.config.tables:
+            gone.append(GoneVersion(name, version, tuple(why), f"{name} is no longer configured"))
+            continue
         table = registry.get(name)
         if table.exists() and table.readable(version):
             continue

@@ -171,7 +171,6 @@ def publish(
         keep_history(registry, [state.table], history_days(policy or load_protection_policy(), [window]))
         live, restaged = _publish_table(table, state, ledger, clock, chosen)
         status = "published"
-        sync_protections(registry, clock, policy)  # the new version, and the one a rollback returns to
         log.info(
             "run %s published: %s version %d (was %s), effective %s%s",
             run_id,
@@ -181,6 +180,7 @@ def publish(
             live.effective_at.isoformat(),
             "; restaged onto moved serving" if restaged else "",
         )
+    sync_protections(registry, clock, policy)  # the published version and the one a rollback returns to
     written, messages = notify(registry, state, live, ledger)
     supersessions = tuple(
         {

@@ -43,14 +43,19 @@ from workloads.vocabulary import Verdict
 REPLAY_COMMAND: Final = "replay"
 PUBLISH_COMMAND: Final = "publish"
 
-BUILDING, FAILED = "building", "failed"
+BUILDING, FAILED, ABANDONED = "building", "failed", "abandoned"
 COMPARED, SUPPRESSED, BLOCKED = "compared", "suppressed", "blocked"
 AWAITING_APPROVAL, APPROVED, REJECTED = "awaiting_approval", "approved", "rejected"
 PUBLISHED, PUBLISHED_UNNOTIFIED, ROLLED_BACK = "published", "published_unnotified", "rolled_back"
 
 PUBLISHED_STATES: Final[frozenset[str]] = frozenset({PUBLISHED, PUBLISHED_UNNOTIFIED})
 """A rerun of a plan whose run is in one of these has nothing to replay."""
-RESTARTABLE: Final[frozenset[str]] = frozenset({COMPARED, SUPPRESSED, BLOCKED, REJECTED, ROLLED_BACK})
+ABANDONED_PREFIX: Final = "abandoned: "
+"""How a failed ``run_finished`` marks a run given up for good (its pinned inputs are gone and
+``--rebuild`` started a new run): it never resumes, and its pins are no longer protected."""
+RESTARTABLE: Final[frozenset[str]] = frozenset(
+    {COMPARED, SUPPRESSED, BLOCKED, REJECTED, ROLLED_BACK, ABANDONED}
+)
 """States after which a rerun of the plan pins its inputs afresh (the same pins give the same
 run again). From any other state a rerun resumes the run, keeping its pins: an unfinished
 build continues, and a published run is returned as it is rather than restated again."""
@@ -183,7 +188,7 @@ class RunState:
         finished = self._of(RunFinished)
         decision = self.decision
         if finished and finished[-1][1].status == "failed" and finished[-1][0] > self._position(decision):
-            return FAILED
+            return ABANDONED if (finished[-1][1].error or "").startswith(ABANDONED_PREFIX) else FAILED
         if decision is None:
             return BUILDING
         if self.plan.purpose is Purpose.COMPARISON:

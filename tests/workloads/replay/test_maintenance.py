@@ -51,6 +51,7 @@ from workloads.asof import AsOfAnswer, SparkReader, asof
 from workloads.replay import ack, approve, publish, rollback, run_replay
 from workloads.replay.faults import FailPoint
 from workloads.replay.plan import Purpose
+from workloads.replay.state import run_state
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -150,6 +151,7 @@ class Story:
     aggressive: Maintenance
     aggressive_steps: dict[str, Ran]
     route_b_aggressive: AsOfAnswer
+    abandoned_status: str
     ledger_entries_around_refusals: tuple[int, int]
     gold_versions_around_refusals: tuple[int | None, int | None]
 
@@ -226,6 +228,7 @@ def story(
             "replay", "--plan", str(PLAN), "--purpose", "comparison", "--rebuild", engines=True
         )
         route_b_aggressive = asof(SparkReader(registry), GOLD, before_replay, known_tables=registry.names())
+        abandoned_status = run_state(open_run, LedgerReader.for_registry(registry).by_run(open_run)).status
         yield Story(
             run_id=out.run_id,
             before_replay=before_replay,
@@ -240,6 +243,7 @@ def story(
             aggressive=aggressive,
             aggressive_steps=aggressive_steps,
             route_b_aggressive=route_b_aggressive,
+            abandoned_status=abandoned_status,
             ledger_entries_around_refusals=(entries_before, entries_after),
             gold_versions_around_refusals=(gold_before, gold_after),
         )
@@ -306,6 +310,7 @@ def test_a_resume_whose_pins_were_removed_names_them_and_rebuild_starts_on_curre
     assert rebuilt.code == 0, rebuilt.stderr
     assert data(rebuilt)["status"] == "compared"
     assert data(rebuilt)["run_id"] != story.open_run
+    assert story.abandoned_status == "abandoned", "the given-up run never resumes again"
 
 
 def test_a_rollback_whose_target_is_gone_is_refused_naming_the_version_and_the_policy(story: Story) -> None:
