@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from ledger.engines import load_engines
     from workloads.evaluation import load_truth
     from workloads.policies import load_protection_policy
-    from workloads.replay import plan_scope, published_run, run_replay
+    from workloads.replay import AlreadyPublished, run_replay, scope_or_published
     from workloads.replay.plan import Purpose, load_plan
 
     plan = load_plan(args.plan)
@@ -64,11 +64,12 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     policy = load_protection_policy(args.policies)
     if args.dry_run:
         ctx.progress(f"scoping plan {plan.plan} (dry run: nothing is written)")
-        published = published_run(ctx.registry, plan, engines=engines, clock=ctx.clock)
-        if published is not None:
-            return Outcome(data=published, lines=render_already_published(published))
-        scope = plan_scope(ctx.registry, plan, engines=engines, clock=ctx.clock, rebuild=args.rebuild)
-        return Outcome(data=scope, lines=render_scope(scope))
+        answer = scope_or_published(
+            ctx.registry, plan, engines=engines, clock=ctx.clock, rebuild=args.rebuild
+        )
+        if isinstance(answer, AlreadyPublished):
+            return Outcome(data=answer, lines=render_already_published(answer))
+        return Outcome(data=answer, lines=render_scope(answer))
     ctx.progress(f"replaying plan {plan.plan} ({plan.purpose.value}): candidate, diff, reconciliation")
     outcome = run_replay(
         ctx.registry, plan, engines=engines, clock=ctx.clock, rebuild=args.rebuild, truth=truth, policy=policy

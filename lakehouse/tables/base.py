@@ -482,10 +482,23 @@ class Table(ABC):
         kept = self.retention_properties(self.spec.history_days) if self.spec.history_days else {}
         return {**defaults, **kept, **self.spec.properties}
 
-    @abstractmethod
     def keep_history(self, days: int) -> dict[str, str]:
         """Make the format's own maintenance, run with its default settings, keep ``days`` of
-        history; returns the table properties this changed (empty when they already did)."""
+        history; returns the table properties this changed (empty when they already did).
+
+        A new version on Delta (``capabilities.property_change_is_a_version``), metadata only
+        on Iceberg."""
+        have = self.history_retention_days()
+        if have is not None and have >= days:
+            return {}
+        wanted = self.retention_properties(days)
+        self.spark.sql(f"ALTER TABLE {self.sql_name} SET TBLPROPERTIES ({tblproperties_sql(wanted)})")
+        return wanted
+
+    def properties(self) -> dict[str, str]:
+        """The table's properties as the format reports them."""
+        rows = self.spark.sql(f"SHOW TBLPROPERTIES {self.sql_name}").collect()
+        return {str(r["key"]): str(r["value"]) for r in rows}
 
     @abstractmethod
     def history_retention_days(self) -> float | None:
@@ -507,6 +520,11 @@ class Table(ABC):
     def drop_tag(self, name: str) -> None:
         """Remove a tag (nothing if there is none)."""
         raise UsageError(f"{self.name} is a {self.format.value} table: its versions cannot be tagged")
+
+
+def tblproperties_sql(properties: Mapping[str, str]) -> str:
+    """``'key' = 'value', ...`` (sorted) for ``TBLPROPERTIES (...)`` clauses."""
+    return ", ".join(f"'{k}' = '{v}'" for k, v in sorted(properties.items()))
 
 
 def metadata_context_json(meta: Mapping[str, str]) -> str:

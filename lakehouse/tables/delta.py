@@ -30,6 +30,7 @@ from lakehouse.tables.base import (
     metadata_context_json,
     partition_predicate,
     session_settings,
+    tblproperties_sql,
     temp_view,
     utc_moment,
 )
@@ -98,8 +99,7 @@ class DeltaLakeTable(Table):
             if self.spec.partition_by
             else ""
         )
-        props = self.creation_properties({"delta.appendOnly": "false"})
-        tblprops = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items()))
+        tblprops = tblproperties_sql(self.creation_properties({"delta.appendOnly": "false"}))
         statement = (
             f"CREATE TABLE {self.sql_name} ({self.spec.schema_ddl}) USING delta"
             f"{partition} TBLPROPERTIES ({tblprops})"
@@ -448,26 +448,12 @@ class DeltaLakeTable(Table):
     def retention_properties(self, days: int) -> dict[str, str]:
         return dict.fromkeys(RETENTION_PROPERTIES, f"interval {days} days")
 
-    def keep_history(self, days: int) -> dict[str, str]:
-        have = self.history_retention_days()
-        if have is not None and have >= days:
-            return {}
-        wanted = self.retention_properties(days)
-        # A commit of its own (a new version with the same data).
-        settings = ", ".join(f"'{k}' = '{v}'" for k, v in wanted.items())
-        self.spark.sql(f"ALTER TABLE {self.sql_name} SET TBLPROPERTIES ({settings})")
-        return wanted
-
     def history_retention_days(self) -> float | None:
-        have = self._properties()
+        self._require()
+        have = self.properties()
         values = [_interval_days(have.get(key)) for key in RETENTION_PROPERTIES]
         known = [v for v in values if v is not None]
         return min(known) if len(known) == len(values) else None
-
-    def _properties(self) -> dict[str, str]:
-        self._require()
-        rows = self.spark.sql(f"SHOW TBLPROPERTIES {self.sql_name}").collect()
-        return {str(r["key"]): str(r["value"]) for r in rows}
 
     def _require(self) -> None:
         if not self.exists():

@@ -26,6 +26,7 @@ from lakehouse.tables.base import (
     candidate_ref,
     first_line,
     session_settings,
+    tblproperties_sql,
     temp_view,
     utc_moment,
 )
@@ -85,8 +86,7 @@ class IcebergTable(Table):
             if self.spec.partition_by
             else ""
         )
-        props = self.creation_properties(DEFAULT_PROPERTIES)
-        tblprops = ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items()))
+        tblprops = tblproperties_sql(self.creation_properties(DEFAULT_PROPERTIES))
         try:
             self.spark.sql(
                 f"CREATE TABLE {self.sql_name} ({self.spec.schema_ddl}) USING iceberg"
@@ -341,18 +341,8 @@ class IcebergTable(Table):
     def retention_properties(self, days: int) -> dict[str, str]:
         return {MAX_SNAPSHOT_AGE: str(days * DAY_MS)}
 
-    def keep_history(self, days: int) -> dict[str, str]:
-        have = self.history_retention_days()
-        if have is not None and have >= days:
-            return {}
-        wanted = self.retention_properties(days)
-        settings = ", ".join(f"'{k}' = '{v}'" for k, v in wanted.items())
-        # A metadata-only commit: no snapshot, so the serving version does not move.
-        self.spark.sql(f"ALTER TABLE {self.sql_name} SET TBLPROPERTIES ({settings})")
-        return wanted
-
     def history_retention_days(self) -> float | None:
-        value = self._properties().get(MAX_SNAPSHOT_AGE)
+        value = self.properties().get(MAX_SNAPSHOT_AGE)
         return int(value) / DAY_MS if value is not None and value.isdigit() else None
 
     def version_times(self) -> dict[int, datetime]:
@@ -386,10 +376,6 @@ class IcebergTable(Table):
     def drop_tag(self, name: str) -> None:
         self._require()
         self.spark.sql(f"ALTER TABLE {self.sql_name} DROP TAG IF EXISTS `{_tag_name(name)}`")
-
-    def _properties(self) -> dict[str, str]:
-        rows = self.spark.sql(f"SHOW TBLPROPERTIES {self.sql_name}").collect()
-        return {str(r["key"]): str(r["value"]) for r in rows}
 
     def _require(self) -> None:
         if not self.exists():

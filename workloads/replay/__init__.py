@@ -35,7 +35,7 @@ run's state from the ledger), :mod:`~workloads.replay.approval` (approve, ack),
 
 from __future__ import annotations
 
-from workloads.replay.analysis import AlreadyPublished, plan_scope, published_run
+from workloads.replay.analysis import AlreadyPublished, plan_scope, scope_or_published
 from workloads.replay.approval import ApprovalResult, ack, approve
 from workloads.replay.faults import FailPoint
 from workloads.replay.flow import run_replay
@@ -69,10 +69,10 @@ __all__ = [
     "plan_scope",
     "protect",
     "publish",
-    "published_run",
     "resolve_engines",
     "rollback",
     "run_candidates",
     "run_replay",
     "run_status",
+    "scope_or_published",
 ]

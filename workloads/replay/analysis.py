@@ -266,15 +266,55 @@ def plan_scope(
     without a version bump. ``clock`` gives the date a producer change takes the resolver in
     force at (the machine's clock if not given). A dry run is allowed before the new
     version takes effect: it decides nothing. A plan whose run is already published has
-    nothing to scope (:func:`published_run` says so first); one whose resumable run lost its
-    pins to maintenance is refused (:class:`~lakehouse.errors.PinnedInputGoneError`) unless
-    ``rebuild``, which scopes a new run on the current versions.
+    nothing to scope (refused here; :func:`scope_or_published` answers it instead); one
+    whose resumable run lost its pins to maintenance is refused
+    (:class:`~lakehouse.errors.PinnedInputGoneError`) unless ``rebuild``, which scopes a new
+    run on the current versions.
     """
-    setup = setup_replay(registry, plan, engines, clock=clock or SystemClock(), rebuild=rebuild)
-    if setup.resumed_status in PUBLISHED_STATES:
+    answer = scope_or_published(registry, plan, engines=engines, clock=clock, rebuild=rebuild)
+    if isinstance(answer, AlreadyPublished):
         raise ReplayRefusedError(
-            f"run {setup.run_id} of plan {plan.plan} is already published; there is nothing to scope"
+            f"run {answer.run_id} of plan {plan.plan} is already published; there is nothing to scope"
         )
+    return answer
+
+
+@dataclass(frozen=True)
+class AlreadyPublished:
+    """A plan whose run is published: a rerun has nothing to do (and writes nothing)."""
+
+    run_id: str
+    plan: str
+    table: str
+    version: int
+    effective_at: datetime
+    status: str
+
+
+def scope_or_published(
+    registry: TableRegistry,
+    plan: CorrectionPlan,
+    *,
+    engines: EngineCatalog,
+    clock: Clock | None = None,
+    rebuild: bool = False,
+) -> sc.ReplayScope | AlreadyPublished:
+    """``lakehouse replay --dry-run``: the plan's published run if it has one (from the ledger
+    only: its pinned versions may have been expired since, and are not read), else the scope
+    of :func:`plan_scope`."""
+    setup = setup_replay(registry, plan, engines, clock=clock or SystemClock(), rebuild=rebuild)
+    if setup.resumed_from is not None and setup.resumed_status in PUBLISHED_STATES:
+        live = load_state(registry, setup.resumed_from).live_publication
+        if live is not None:
+            table = plan.answer.table
+            return AlreadyPublished(
+                setup.resumed_from,
+                plan.plan,
+                table,
+                live.tables[table],
+                live.effective_at,
+                str(setup.resumed_status),
+            )
     size = input_size(registry, setup)
     check_budget(plan, size)
     analysis = analyse(registry, setup, built_at=EPOCH)
@@ -291,32 +331,3 @@ def plan_scope(
         setup.inputs_route,
     )
     return scope
-
-
-@dataclass(frozen=True)
-class AlreadyPublished:
-    """A plan whose run is published: a rerun has nothing to do (and writes nothing)."""
-
-    run_id: str
-    plan: str
-    table: str
-    version: int
-    effective_at: datetime
-    status: str
-
-
-def published_run(
-    registry: TableRegistry, plan: CorrectionPlan, *, engines: EngineCatalog, clock: Clock | None = None
-) -> AlreadyPublished | None:
-    """The plan's published run, if it has one (read from the ledger only: its pinned versions
-    may have been expired since, and are not needed)."""
-    setup = setup_replay(registry, plan, engines, clock=clock or SystemClock(), check_pins=False)
-    if setup.resumed_from is None or setup.resumed_status not in PUBLISHED_STATES:
-        return None
-    live = load_state(registry, setup.resumed_from).live_publication
-    if live is None:
-        return None
-    table = plan.answer.table
-    return AlreadyPublished(
-        setup.resumed_from, plan.plan, table, live.tables[table], live.effective_at, str(setup.resumed_status)
-    )

@@ -141,7 +141,8 @@ def run_replay(
     (:mod:`workloads.replay.protection`).
     """
     chosen = fail_point(fail_at)
-    days = history_days(policy or load_protection_policy(), [plan.publication.rollback_window_days])
+    policy = policy or load_protection_policy()
+    days = history_days(policy, [plan.publication.rollback_window_days])
     setup = setup_replay(registry, plan, engines, clock=clock, rebuild=rebuild)
     run_id = setup.run_id
     reader = LedgerReader.for_registry(registry)

@@ -164,7 +164,12 @@ def required_protections(
     before a live publication for that window (its rollback target); and every input a
     resumable replay pinned, for as long as it can resume.
     """
-    states = replay_states(records)
+    return _required(replay_states(records), records, policy, now)
+
+
+def _required(
+    states: Mapping[str, RunState], records: Sequence[LedgerRecord], policy: ProtectionPolicy, now: datetime
+) -> list[Protection]:
     tables = sorted({name for s in states.values() for name in (*s.pins, s.table)})
     audit = timedelta(days=policy.audit_window_days)
     audit_rule = f"protection.audit_window_days = {policy.audit_window_days}"
@@ -263,8 +268,9 @@ def protect(
     tables' retention properties are set to the longest window too (see :func:`keep_history`
     for when that is safe). ``dry_run`` reports what would change and changes nothing.
     """
-    wanted = required_protections(records, policy, now)
-    days = history_days(policy, [rollback_window(s)[0].days for s in replay_states(records).values()])
+    states = replay_states(records)
+    wanted = _required(states, records, policy, now)
+    days = history_days(policy, [rollback_window(s)[0].days for s in states.values()])
     by_table: dict[str, list[Protection]] = defaultdict(list)
     for item in wanted:
         by_table[item.table].append(item)

@@ -149,11 +149,13 @@ def publish(
 ) -> PublishResult:
     """Publish an approved correction atomically, then notify each consumer once (module docstring).
 
-    The table's kept history is checked first (and raised to the plan's rollback window if it
-    is shorter); after the publication, the published version and the one its rollback returns
+    The table's kept history is checked first against the plan's rollback window (raised on
+    Iceberg, a warning on Delta: see :func:`~workloads.replay.protection.keep_history`); after
+    the publication, the published version and the one its rollback returns
     to are protected from maintenance (``policy``: ``conf/policies.yaml`` when not given).
     """
     chosen = fail_point(fail_at)
+    policy = policy or load_protection_policy()
     state = load_state(registry, run_id)
     check_publishable(state)
     table = registry.get(state.table)
@@ -168,7 +170,7 @@ def publish(
     if live is None:
         _hold_for_acks(registry, state)
         window = state.plan.publication.rollback_window_days
-        keep_history(registry, [state.table], history_days(policy or load_protection_policy(), [window]))
+        keep_history(registry, [state.table], history_days(policy, [window]))
         live, restaged = _publish_table(table, state, ledger, clock, chosen)
         status = "published"
         log.info(

@@ -109,7 +109,6 @@ def setup_replay(
     clock: Clock | None = None,
     resolver: EngineSpec | None = None,
     rebuild: bool = False,
-    check_pins: bool = True,
 ) -> Setup:
     """Verify the engines, pin the inputs (reusing an unfinished run's pins) and derive the run id.
 
@@ -119,8 +118,8 @@ def setup_replay(
 
     A run that would resume but whose pinned inputs maintenance removed is refused
     (:class:`~lakehouse.errors.PinnedInputGoneError`, naming the table, the version and
-    what removed it); with ``rebuild`` a new run pins the current versions instead.
-    ``check_pins=False`` skips that check (to ask only who the run is).
+    what removed it); with ``rebuild`` a new run pins the current versions instead. A
+    published run's pins are not checked: nothing reads them again.
     """
     reader = LedgerReader.for_registry(registry)
     today: date | None = None
@@ -136,7 +135,7 @@ def setup_replay(
         state = run_state(run_id, reader.by_run(run_id))
         if state.status in RESTARTABLE:
             continue
-        gone = _gone_pins(registry, state.pins) if check_pins and not state.publications else []
+        gone = [] if state.publications else _gone_pins(registry, state.pins)
         if gone and rebuild:
             log.warning("run %s cannot resume (%s); a new run pins the current versions", run_id, gone)
             abandoned = run_id

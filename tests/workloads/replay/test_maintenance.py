@@ -227,6 +227,7 @@ def story(
         aggressive_steps["rebuild"] = cli(
             "replay", "--plan", str(PLAN), "--purpose", "comparison", "--rebuild", engines=True
         )
+        aggressive_steps["protect"] = cli("protect")
         route_b_aggressive = asof(SparkReader(registry), GOLD, before_replay, known_tables=registry.names())
         abandoned_status = run_state(open_run, LedgerReader.for_registry(registry).by_run(open_run)).status
         yield Story(
@@ -256,7 +257,6 @@ def test_the_formats_own_maintenance_ran_and_delta_refused_what_would_break_hist
     assert gentle.iceberg_tables > 0
     assert gentle.delta_tables > 0
     assert gentle.delta_refusals == gentle.delta_tables, "Delta's own check refuses VACUUM RETAIN 0 HOURS"
-    assert gentle.tags_dropped == 0
 
 
 def test_after_routine_maintenance_dry_runs_verify_asof_replay_and_rollback_still_work(story: Story) -> None:
@@ -339,3 +339,13 @@ def test_asof_route_b_says_the_history_is_gone_and_route_a_still_answers(story: 
     assert "history for T is gone" in answer.route_b.note
     assert answer.route_a.available
     assert answer.route_a.rows == story.route_b_gentle.route_a.rows
+
+
+def test_protect_drops_the_tags_of_finished_runs_and_names_what_it_cannot_tag(story: Story) -> None:
+    ran = story.aggressive_steps["protect"]
+    assert ran.code == 0, ran.stderr
+    tables = {t["table"]: t for t in data(ran)["tables"]}
+    assert story.republished.previous in tables[GOLD]["gone"], "the rollback target cannot be tagged again"
+    dropped = [tag for t in tables.values() for tag in t["tags_dropped"]]
+    assert dropped, "the rebuilt comparison's pins were tagged at its start; compared, it needs none"
+    assert all(tag.startswith("lh-pinned-") for tag in dropped), dropped
