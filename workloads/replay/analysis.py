@@ -49,6 +49,11 @@ class Analysis:
     """Everything computed about a replay before its candidate is written."""
 
     events: DataFrame
+    """Silver in range with ``old_entity``/``new_entity``: the events the scope needs (every
+    event for a producer change; the recomputed entities' neighbourhood for a resolver change)."""
+    identities: DataFrame
+    """Each distinct identity tuple with its event count under both versions (see
+    :func:`~workloads.replay.scope.identities`): what the quality report is measured on."""
     affected: DataFrame
     recompute: DataFrame
     vanished: DataFrame
@@ -62,26 +67,37 @@ class Analysis:
 
 
 def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Analysis:
-    """Resolve twice, find the affected scope, recompute it and classify serving rows."""
+    """Scope before resolving, recompute the scope and classify serving rows (module docs)."""
     from pyspark.sql import functions as F
 
     plan, engines = setup.plan, setup.engines
     silver = registry.get(TableName.SILVER_EVENTS).read(as_of=setup.pins[TableName.SILVER_EVENTS])
     silver = silver.where(sc.in_range(F.col("event_time"), setup.bounds))
-    identity = silver.select(*sc.RESOLUTION_INPUT)
     old_resolver, new_resolver = engines.resolutions
+    resolve_old, resolve_new = engine_function(old_resolver), engine_function(new_resolver)
     max_entities = declared_int(engines.producer, "max_entities_per_asset")
+    identity = materialize(sc.identities(silver))
+    rows = sc.identity_rows(identity)
     if old_resolver == new_resolver:  # a producer change: the entities do not move
-        events = materialize(sc.same_resolution(silver, engine_function(new_resolver)(identity)))
+        resolved = resolve_new(rows)
+        identities = materialize(sc.pair_identities(identity, resolved, resolved))
+        events = materialize(sc.same_resolution(silver, resolve_new(silver.select(*sc.RESOLUTION_INPUT))))
         affected = materialize(sc.every_entity(events))
         recompute = affected.select("entity_id")
     else:
-        old = engine_function(old_resolver)(identity)
-        new = engine_function(new_resolver)(identity)
-        events = materialize(sc.pair_resolutions(silver, old, new))
-        affected = materialize(sc.affected_entities(events))
+        identities = materialize(sc.pair_identities(identity, resolve_old(rows), resolve_new(rows)))
+        affected = materialize(sc.affected_entities(identities))
+
+        def resolved_around(entities: DataFrame) -> DataFrame:
+            subset = materialize(sc.neighbourhood(silver, identities, entities))
+            given = subset.select(*sc.RESOLUTION_INPUT).unionByName(rows)
+            return materialize(sc.pair_resolutions(subset, resolve_old(given), resolve_new(given)))
+
+        events = resolved_around(affected)
         flips = sc.crowding_flips(events, affected, max_entities)
         recompute = materialize(sc.recomputed_entities(affected, flips))
+        if not recompute.join(affected, "entity_id", "left_anti").isEmpty():
+            events = resolved_around(recompute)  # a flipped entity's other assets are read too
     vanished = affected.where(F.col("old_side") & ~F.col("new_side")).select("entity_id")
     producer = engine_function(engines.producer)
     kwargs = engine_kwargs(producer, engines.producer.parameters)
@@ -104,6 +120,7 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
     )
     return Analysis(
         events=events,
+        identities=identities,
         affected=affected,
         recompute=recompute,
         vanished=vanished,

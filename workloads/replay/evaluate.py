@@ -129,7 +129,9 @@ def independent_recount(registry: TableRegistry, setup: Setup, changes: DataFram
     """What the new version's answer must hold, from pinned Silver and the written rules alone.
 
     Reads Silver at the run's pin in the plan's range (the engines' own input, not their
-    output) and the pair keys the run changed (to widen the comparison); the rules come
+    output): its distinct identities, then only the events around the entities in scope
+    (:func:`~workloads.replay.recount.recount_around`); and the pair keys the run changed
+    (to widen the comparison). The rules come
     from the declarations of the old and new version and the producer. A declaration
     without a written rule gives the reason instead (the check then fails).
     """
@@ -147,12 +149,14 @@ def independent_recount(registry: TableRegistry, setup: Setup, changes: DataFram
         log.warning("run %s: no independent recount: %s", setup.run_id, exc)
         return str(exc)
     silver = registry.get(TableName.SILVER_EVENTS).read(as_of=setup.pins[TableName.SILVER_EVENTS])
-    events = rc.read_events(silver.where(in_range(F.col("event_time"), setup.bounds)))
+    silver = silver.where(in_range(F.col("event_time"), setup.bounds))
     changed = [
         (str(r[0]), str(r[1]), str(r[2]))
         for r in changes.select("correlation_type", "entity_a", "entity_b").distinct().collect()
     ]
-    return rc.recount(events, old=old, new=new, pairs=pairs, changed=changed)
+    return rc.recount_around(
+        rc.read_identities(silver), rc.read_around(silver), old=old, new=new, pairs=pairs, changed=changed
+    )
 
 
 def gate_check(rows: DataFrame, table_name: str) -> rec.Check:
@@ -283,7 +287,7 @@ def evaluate(
     decision = ReconciliationDecision(run_id=run_id, table=table.name, **fields)
     finished = RunFinished(run_id=run_id, status="ok", counts={k: int(v) for k, v in counts.items()})
     searched = truth or TruthSearch(None, "no ground truth: none was looked for")
-    report = measure(searched, setup, analysis.events, base, whole)
+    report = measure(searched, setup, analysis.identities, base, whole)
     writer.append(quality_entry(setup, table.name, report), decision, finished)
     log.info(
         "run %s verdict %s (failed check: %s; owner %s)",

@@ -9,7 +9,8 @@ truth of its input history (:mod:`workloads.evaluation`) and records the result 
   folders the lakehouse's recorded ingest runs read. Real feeds have none: the report
   then says so (basis ``none``) and the replay goes on as before;
 * the evidence is collected from what the replay computed anyway (:func:`measure`): how
-  each version grouped the identities (the analysis resolved Silver under both) and which
+  each version grouped the identities (the analysis resolved every distinct identity under
+  both) and which
   entity pairs each answer links (serving's current correlations for the old version,
   the candidate's for the new one). Only distinct ``(identity, entity)`` counts and
   distinct entity pairs reach the driver, and only when there is truth to measure against.
@@ -68,13 +69,13 @@ def locate_truth(registry: TableRegistry, given: LabelledTruth | None = None) ->
     return search
 
 
-def _identity_events(events: DataFrame, column: str) -> tuple[tuple[str, str, int], ...]:
+def _identity_events(identities: DataFrame, column: str) -> tuple[tuple[str, str, int], ...]:
     from pyspark.sql import functions as F
 
     rows = (
-        events.where(F.col("customer_email").isNotNull() & F.col(column).isNotNull())
+        identities.where(F.col(column).isNotNull())
         .groupBy("customer_email", column)
-        .agg(F.count(F.lit(1)).alias("n"))
+        .agg(F.sum("events").alias("n"))
         .collect()
     )
     return tuple(sorted((str(r["customer_email"]), str(r[column]), int(r["n"])) for r in rows))
@@ -86,15 +87,16 @@ def _links(answer: DataFrame) -> tuple[tuple[str, str], ...]:
 
 
 def measure(
-    search: TruthSearch, setup: Setup, events: DataFrame, serving: DataFrame, candidate: DataFrame
+    search: TruthSearch, setup: Setup, identities: DataFrame, serving: DataFrame, candidate: DataFrame
 ) -> QualityReport:
-    """Old and new version against the located truth (``events``: the analysis' paired
-    resolutions; ``serving``/``candidate``: the answer table before and after)."""
+    """Old and new version against the located truth (``identities``: the analysis' distinct
+    identity tuples with their event counts under both versions; ``serving``/``candidate``:
+    the answer table before and after)."""
     if search.truth is None:
         return unmeasured(search.note)
     engines = setup.engines
-    old = VersionEvidence(engines.old.ref, _identity_events(events, sc.OLD), _links(serving))
-    new = VersionEvidence(engines.new.ref, _identity_events(events, sc.NEW), _links(candidate))
+    old = VersionEvidence(engines.old.ref, _identity_events(identities, sc.OLD), _links(serving))
+    new = VersionEvidence(engines.new.ref, _identity_events(identities, sc.NEW), _links(candidate))
     report = compare_versions(search.truth, old, new, note=search.note)
     if report.old is not None and report.new is not None:
         log.info(

@@ -18,6 +18,10 @@ rules as ``conf/engines.yaml`` writes them down:
   - the entity id of a group of keys is the smallest v1 id (``"e1-"`` + the first 16 hex
     digits of the sha256 of the v1 key) among the emails in it, so an unchanged entity
     keeps its v1 id ("unchanged entities keep their v1 id");
+  - ``renamed_percent`` declared (the replay benchmark's engines, ``benchmarks/replay_cost.py``,
+    which must rename a known share of entities): the id of a group whose id's sha256, its
+    first 8 hex digits read as a number, is below that percentage modulo 100 gets ``~r``
+    appended;
   - any other parameter has no written rule here: the recount refuses
     (:class:`NoWrittenRule`), and reconciliation fails rather than guesses;
 
@@ -33,8 +37,13 @@ crowding crosses ``max_entities_per_asset`` between the two. Reconciliation comp
 candidate with the recount on every pair touching those entities and on every pair the run
 changed (so a change the rule does not explain is caught even outside the affected scope).
 
-Cost: one projected read of the pinned Silver range (seven columns) into Python; the pairs
-are counted only for the entities in scope.
+Cost follows the scope, not the history: one aggregate read of the distinct identity
+tuples ``(customer_email, card_fingerprint)`` of the pinned Silver range, on which the
+affected ids are found (an event without an email follows its order, so an id's events
+change exactly when its emails do), then projected reads of only the events around the
+entities in scope (:func:`read_around`), resolved with every identity tuple so each gets
+the entity a whole-history resolution gives it. The pairs are counted only for the
+entities in scope.
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ import hashlib
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
@@ -60,7 +69,10 @@ ASSET_OF_TYPE: Final[Mapping[str, str]] = {"shared_card": "card_fingerprint", "s
 RESOLUTION_ENGINE: Final = "entity_resolution"
 V1_PREFIX: Final = "e1-"
 V1_HASH_CHARS: Final = 16
-KNOWN_RESOLUTION_PARAMETERS: Final = frozenset({"dot_insensitive_domains", "max_keys_per_card"})
+KNOWN_RESOLUTION_PARAMETERS: Final = frozenset(
+    {"dot_insensitive_domains", "max_keys_per_card", "renamed_percent"}
+)
+RENAMED_SUFFIX: Final = "~r"
 KNOWN_PAIR_PARAMETERS: Final = frozenset({"max_entities_per_asset", "types", "weighting"})
 """``weighting`` changes confidences only, never which pairs exist."""
 _EDGE_SPACE: Final = re.compile(r"^[ \t\n\x0b\f\r]+|[ \t\n\x0b\f\r]+$")
@@ -69,6 +81,9 @@ EventKey = tuple[str, str]
 """``(domain, event_id)``."""
 PairKey = tuple[str, str, str]
 """``(correlation_type, entity_a, entity_b)`` with ``entity_a < entity_b``."""
+Identity = tuple[str, "str | None"]
+"""``(customer_email, card_fingerprint)``: what the written rules decide an email's entity from."""
+IDENTITY_COLUMNS: Final[tuple[str, str]] = ("customer_email", "card_fingerprint")
 
 
 class NoWrittenRule(ValueError):
@@ -104,6 +119,7 @@ class ResolutionRule:
     email_variants: bool = False
     dot_insensitive_domains: frozenset[str] = frozenset()
     max_keys_per_card: int | None = None
+    renamed_percent: int | None = None
 
     @classmethod
     def declared(cls, spec: EngineSpec) -> ResolutionRule:
@@ -119,14 +135,20 @@ class ResolutionRule:
             isinstance(domains, list) and all(isinstance(d, str) for d in domains)
         ):
             raise NoWrittenRule(f"{spec.ref}: dot_insensitive_domains must be a list of domains")
-        if cards is not None and (not isinstance(cards, int) or isinstance(cards, bool)):
-            raise NoWrittenRule(f"{spec.ref}: max_keys_per_card must be an integer")
+        renamed = spec.parameters.get("renamed_percent")
         return cls(
             ref=spec.ref,
             email_variants=domains is not None,
             dot_insensitive_domains=frozenset(str(d) for d in domains or ()),
-            max_keys_per_card=cards,
+            max_keys_per_card=_integer(spec, "max_keys_per_card", cards),
+            renamed_percent=_integer(spec, "renamed_percent", renamed),
         )
+
+
+def _integer(spec: EngineSpec, name: str, value: object) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise NoWrittenRule(f"{spec.ref}: {name} must be an integer")
+    return value
 
 
 @dataclass(frozen=True)
@@ -162,15 +184,17 @@ COLUMNS: Final[tuple[str, ...]] = (
 )
 
 
-def read_events(silver: DataFrame) -> list[SilverEvent]:
+def read_events(silver: DataFrame, *, projected: bool = False) -> list[SilverEvent]:
     """The pinned Silver rows (already restricted to the range) as plain Python events.
 
     Only a projection is read (``event_time`` as UTC microseconds, so no time zone is
-    involved); every rule is applied afterwards in Python.
+    involved; ``projected``: ``silver`` is that projection already); every rule is applied
+    afterwards in Python.
     """
     from pyspark.sql import functions as F
 
-    table = silver.select(*COLUMNS, F.unix_micros("event_time").alias("event_time")).toArrow()
+    rows = silver if projected else silver.select(*COLUMNS, F.unix_micros("event_time").alias("event_time"))
+    table = rows.toArrow()
     return [
         SilverEvent(
             domain=r["domain"],
@@ -183,6 +207,46 @@ def read_events(silver: DataFrame) -> list[SilverEvent]:
         )
         for r in table.to_pylist()
     ]
+
+
+def read_identities(silver: DataFrame) -> list[Identity]:
+    """The distinct ``(customer_email, card_fingerprint)`` of the rows with an email."""
+    from pyspark.sql import functions as F
+
+    rows = silver.where(F.col("customer_email").isNotNull()).select(*IDENTITY_COLUMNS).distinct().toArrow()
+    return [(r["customer_email"], r["card_fingerprint"]) for r in rows.to_pylist()]
+
+
+def read_around(silver: DataFrame) -> ReadAround:
+    """A :data:`ReadAround` over ``silver`` (the pinned range): a few projected reads per call,
+    each restricted by a semi-join on the values found so far."""
+    from pyspark.sql import functions as F
+
+    projected = silver.select(*COLUMNS, F.unix_micros("event_time").alias("event_time"))
+
+    def matching(column: str, values: Iterable[str]) -> list[SilverEvent]:
+        wanted = sorted(set(values))
+        if not wanted:
+            return []
+        keys = silver.sparkSession.createDataFrame([(v,) for v in wanted], f"{column} string")
+        return read_events(projected.join(F.broadcast(keys), column, "left_semi"), projected=True)
+
+    def read(emails: set[str]) -> list[SilverEvent]:
+        own = matching("customer_email", emails)
+        found = {e.key: e for e in own}
+        for e in matching("order_id", {e.event_id for e in own if e.domain == "orders"}):
+            found.setdefault(e.key, e)
+        mine = list(found.values())
+        for kind, column in ASSET_OF_TYPE.items():
+            for e in matching(column, {a for e in mine if (a := e.asset(kind)) is not None}):
+                found.setdefault(e.key, e)
+        referenced = {e.order_id for e in found.values() if e.order_id is not None}
+        for e in matching("event_id", referenced):
+            if e.domain == "orders":
+                found.setdefault(e.key, e)
+        return sorted(found.values(), key=lambda e: e.key)
+
+    return read
 
 
 # -- entity resolution -----------------------------------------------------------------------------
@@ -238,29 +302,56 @@ class _Groups:
         return self._seeds[self.find(key)]
 
 
-def resolve(events: Sequence[SilverEvent], rule: ResolutionRule) -> dict[EventKey, str | None]:
-    """Each event's entity id under ``rule`` (None when the rule gives it none)."""
-    keys: dict[EventKey, str | None] = {}
+def identities_of(events: Iterable[SilverEvent]) -> set[Identity]:
+    """The distinct identity tuples of the events that carry an email."""
+    return {(e.customer_email, e.card_fingerprint) for e in events if e.customer_email is not None}
+
+
+def email_entities(identities: Iterable[Identity], rule: ResolutionRule) -> dict[str, str | None]:
+    """Each email's entity id under ``rule``, decided from every identity tuple of the input."""
+    tuples = sorted(set(identities), key=lambda t: (t[0], t[1] or ""))
     seeds: dict[str, str] = {}
-    for e in events:
-        key = email_key(rule, e.customer_email)
-        keys[e.key] = key
+    for email, _ in tuples:
+        key = email_key(rule, email)
         if key is not None:
-            own = v1_id(v1_key(e.customer_email) or "")
+            own = v1_id(v1_key(email) or "")
             seeds[key] = min(seeds.get(key, own), own)
     groups = _Groups(seeds)
     if rule.max_keys_per_card is not None:
         users: dict[str, set[str]] = defaultdict(set)
-        for e in events:
-            key = keys[e.key]
-            if key is not None and e.card_fingerprint is not None:
-                users[e.card_fingerprint].add(key)
+        for email, card in tuples:
+            key = email_key(rule, email)
+            if key is not None and card is not None:
+                users[card].add(key)
         for members in users.values():
             if 1 < len(members) <= rule.max_keys_per_card:
                 first, *rest = sorted(members)
                 for other in rest:
                     groups.union(first, other)
-    own_entity = {k: (None if key is None else groups.label(key)) for k, key in keys.items()}
+    found: dict[str, str | None] = {}
+    for email, _ in tuples:
+        key = email_key(rule, email)
+        found[email] = None if key is None else _renamed(rule, groups.label(key))
+    return found
+
+
+def _renamed(rule: ResolutionRule, entity: str) -> str:
+    if rule.renamed_percent is None:
+        return entity
+    chosen = int(hashlib.sha256(entity.encode("utf-8")).hexdigest()[:8], 16) % 100 < rule.renamed_percent
+    return entity + RENAMED_SUFFIX if chosen else entity
+
+
+def resolve(
+    events: Sequence[SilverEvent], rule: ResolutionRule, identities: Iterable[Identity] | None = None
+) -> dict[EventKey, str | None]:
+    """Each event's entity id under ``rule`` (None when the rule gives it none).
+
+    ``identities``: every identity tuple of the history the events were read from (the
+    events' own when not given), so a subset of events resolves as the whole history does.
+    """
+    by_email = email_entities(identities_of(events) if identities is None else identities, rule)
+    own_entity = {e.key: None if e.customer_email is None else by_email.get(e.customer_email) for e in events}
     order_entity: dict[str, str] = {}
     for e in events:
         entity = own_entity[e.key]
@@ -385,6 +476,12 @@ class Recount:
         return {k: v for k, v in self.pairs.items() if self.covers(k)}
 
 
+ReadAround = Callable[[set[str]], Sequence[SilverEvent]]
+"""Given emails, the Silver events the pairs of their entities need: the events with those
+emails, the events of their orders, every event on a device or card any of these carries,
+and the orders those refer to (:func:`read_around` reads them from Spark)."""
+
+
 def recount(
     events: Sequence[SilverEvent],
     *,
@@ -393,11 +490,50 @@ def recount(
     pairs: PairRule,
     changed: Iterable[PairKey] = (),
 ) -> Recount:
-    """Resolve under both written rules, find the affected scope, count the new rule's pairs."""
-    before, after = resolve(events, old), resolve(events, new)
-    scope = affected(before, after)
-    scope |= crowding_flips(events, before, after, scope, pairs)
+    """Resolve under both written rules, find the affected scope, count the new rule's pairs
+    (every event in memory: :func:`recount_around` with the events as their own neighbourhood)."""
+    return recount_around(
+        identities_of(events), lambda _: events, old=old, new=new, pairs=pairs, changed=changed
+    )
+
+
+def recount_around(
+    identities: Iterable[Identity],
+    read: ReadAround,
+    *,
+    old: ResolutionRule,
+    new: ResolutionRule,
+    pairs: PairRule,
+    changed: Iterable[PairKey] = (),
+) -> Recount:
+    """:func:`recount` reading only what the scope needs.
+
+    The ids whose set of events differs are found on the distinct identity tuples (an
+    event without an email follows its order, so an id's events change exactly when its
+    emails do); only the events around those entities, the sides of the changed pairs and
+    the entities of crowding flips are read (``read``), and resolved with every identity
+    tuple so each gets the entity a whole-history resolution gives it.
+    """
+    known = set(identities)
+    before_email, after_email = email_entities(known, old), email_entities(known, new)
+    moved = {
+        entity
+        for email in before_email
+        if before_email[email] != after_email[email]
+        for entity in (before_email[email], after_email[email])
+        if entity is not None
+    }
     changed_keys = frozenset(changed)
+    wanted = moved | {side for key in changed_keys for side in key[1:]}
+    while True:
+        emails = {m for m in before_email if before_email[m] in wanted or after_email[m] in wanted}
+        events = read(emails)
+        before, after = resolve(events, old, known), resolve(events, new, known)
+        flips = crowding_flips(events, before, after, moved, pairs)
+        if flips <= wanted:
+            break
+        wanted |= flips  # a flipped entity's pairs on its other assets need their events too
+    scope = moved | flips
     counted = scope | {side for key in changed_keys for side in key[1:]}
     found = pairs_touching(events, after, pairs, counted)
     log.debug(

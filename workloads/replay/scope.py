@@ -17,6 +17,18 @@ or split, which turns every pair on it on or off. Entities using such an asset a
 recomputed too. Every other pair is provably unchanged: same entities, same events, same
 assets, same crowding.
 
+**Scope before resolving.** Whole-history resolution is not needed to find the affected
+entities. A resolver decides an email's entity from the set of distinct identity tuples
+``(customer_email, card_fingerprint)`` of its input, and an event without an email takes
+the entity of its order (the contract every declared version keeps; the independent
+recount and a test check it). So the analysis resolves, under both versions, one row per
+distinct identity tuple (:func:`identities`: thousands of rows, not millions of events),
+finds the affected ids at that level (the same ids as over every event), and then reads
+and resolves only the :func:`neighbourhood` of the entities to recompute: their own events,
+every event on an asset they used, and the orders those events refer to. The identity rows
+go into that resolution too, so every event in the neighbourhood gets exactly the entity a
+whole-history run gives it; the cost follows the affected share, not the history.
+
 **A producer change** (correlation 1 -> 2) moves no entity: Silver is resolved once, by the
 resolver in force, and ``old_entity`` = ``new_entity``. The scope is then the whole answer
 in range: every entity that used an asset is recomputed (:func:`every_entity`). That is
@@ -130,6 +142,81 @@ def same_resolution(silver: DataFrame, resolved: DataFrame) -> DataFrame:
         .join(entities, list(EVENT_KEY), "left")
         .withColumn(OLD, F.col(NEW))
     )
+
+
+IDENTITY_COLUMNS: Final[tuple[str, ...]] = ("customer_email", "card_fingerprint")
+"""What a resolver decides an email's entity from (see the module docstring)."""
+IDENTITY_DOMAIN: Final = "_identity"
+"""The ``domain`` of the identity rows given to a resolver beside real events (never an order)."""
+
+
+def identities(silver: DataFrame) -> DataFrame:
+    """``(customer_email, card_fingerprint, events, event_id)``: each distinct identity tuple
+    of the events that carry an email, with its number of events and a row key."""
+    from pyspark.sql import functions as F
+
+    return (
+        silver.where(F.col("customer_email").isNotNull())
+        .groupBy(*IDENTITY_COLUMNS)
+        .agg(F.count(F.lit(1)).alias("events"))
+        .withColumn(
+            "event_id",
+            F.concat_ws("\x1f", "customer_email", F.coalesce("card_fingerprint", F.lit("\x00"))),
+        )
+    )
+
+
+def identity_rows(identity: DataFrame) -> DataFrame:
+    """The identity tuples as resolver input (:data:`RESOLUTION_INPUT`; no order, time or device)."""
+    from pyspark.sql import functions as F
+
+    return identity.select(
+        F.lit(IDENTITY_DOMAIN).alias("domain"),
+        "event_id",
+        F.lit(None).cast("timestamp").alias("event_time"),
+        "customer_email",
+        F.lit(None).cast("string").alias("order_id"),
+        "card_fingerprint",
+        F.lit(None).cast("string").alias("device_id"),
+    )
+
+
+def pair_identities(identity: DataFrame, old: DataFrame, new: DataFrame) -> DataFrame:
+    """The identity tuples with ``old_entity`` and ``new_entity`` (``old``/``new``: the
+    :func:`identity_rows` resolved by each version)."""
+    from pyspark.sql import functions as F
+
+    olds = old.select("event_id", F.col("entity_id").alias(OLD))
+    news = new.select("event_id", F.col("entity_id").alias(NEW))
+    return identity.join(olds, "event_id", "left").join(news, "event_id", "left").drop("event_id")
+
+
+def neighbourhood(silver: DataFrame, identity: DataFrame, entities: DataFrame) -> DataFrame:
+    """The Silver events an exact recomputation of ``entities`` needs (see the module docstring).
+
+    ``identity``: :func:`pair_identities`; ``entities``: ``entity_id`` of either version.
+    Returns, without duplicates: every event of those entities under either version (by
+    email, and by order for events without one), every event carrying a device or card any
+    of those events carries, and the ``orders`` event of every event selected so far.
+    """
+    from pyspark.sql import functions as F
+
+    ids = entities.select("entity_id").distinct()
+    emails = (
+        identity.join(ids, (identity[OLD] == ids["entity_id"]) | (identity[NEW] == ids["entity_id"]))
+        .select("customer_email")
+        .distinct()
+    )
+    own = silver.join(F.broadcast(emails), "customer_email", "left_semi")
+    their_orders = own.where(F.col("domain") == "orders").select(F.col("event_id").alias("order_id"))
+    mine = own.unionByName(silver.join(their_orders.distinct(), "order_id", "left_semi"))
+    selected = mine
+    for column in ASSET_COLUMNS:
+        assets = mine.where(F.col(column).isNotNull()).select(column).distinct()
+        selected = selected.unionByName(silver.join(assets, column, "left_semi"))
+    referenced = selected.where(F.col("order_id").isNotNull()).select(F.col("order_id").alias("event_id"))
+    orders = silver.where(F.col("domain") == "orders").join(referenced.distinct(), "event_id", "left_semi")
+    return selected.unionByName(orders).dropDuplicates(list(EVENT_KEY))
 
 
 def every_entity(events: DataFrame) -> DataFrame:

@@ -17,6 +17,7 @@ import yaml
 from lakehouse.config import load_config
 from lakehouse.digest import canonical_hash
 from lakehouse.errors import ConfigError, EngineFingerprintError
+from lakehouse.frames import materialize
 from lakehouse.tables import TableRegistry
 from ledger.clock import FixedClock
 from ledger.engines import fingerprint, load_engines
@@ -338,6 +339,102 @@ def test_scoped_recomputation_equals_recomputing_everything(spark_session: Any) 
     scoped = run(sc.scoped_events(events, recompute))
     assert canonical_hash(scoped) == canonical_hash(run(full))
     assert {(r["entity_a"], r["entity_b"]) for r in scoped.collect()} == {("a", "b"), ("a", "c"), ("b", "x")}
+
+
+SILVER = (
+    "domain STRING, event_id STRING, event_time TIMESTAMP, customer_email STRING, order_id STRING, "
+    "card_fingerprint STRING, device_id STRING, amount DOUBLE"
+)
+SILVER_ROWS = [
+    # ann's two variants merge under v2/v3 (plus-tag); her settlement has no email
+    ("orders", "o1", _at(1), "ann@x.com", "o1", "c1", "d1", 1.0),
+    ("orders", "o2", _at(2), "Ann+shop@x.com", "o2", None, "d2", 2.0),
+    ("settlements", "s1", _at(3), None, "o2", "c9", None, 2.0),
+    ("orders", "o3", _at(4), "bob@x.com", "o3", "c1", None, 3.0),  # bob shares ann's card c1
+    ("logins", "l1", _at(5), "cy@x.com", None, None, "d2", None),  # cy shares ann's device d2
+    ("orders", "o4", _at(6), "cy@x.com", "o4", "c4", "d4", 4.0),  # cy's other assets
+    ("orders", "o5", _at(7), "dan@x.com", "o5", "c4", None, 5.0),
+    ("orders", "o6", _at(8), "  ", "o6", None, "d9", 6.0),  # a blank email
+    ("refunds", "r6", _at(9), "eve@x.com", "o6", None, None, 6.0),
+    ("orders", "o7", _at(10), "far@x.com", "o7", None, "d7", 7.0),  # far from everything changed
+    ("orders", "o8", _at(11), "near@x.com", "o8", None, "d7", 8.0),
+]
+
+
+@pytest.mark.parametrize("new_version", [2, 3])
+def test_scoping_before_resolving_finds_what_resolving_everything_finds_and_reads_less(
+    spark_session: Any, new_version: int
+) -> None:
+    """The identity-level scope and the neighbourhood's resolution equal whole-history resolution
+    (affected ids, every neighbourhood event's entities, the recomputed pairs), and an event
+    on no asset of a recomputed entity is not read."""
+    from workloads.engines.correlation import correlate_v1
+    from workloads.engines.entity_resolution import resolve_v1, resolver_for
+
+    silver = spark_session.createDataFrame(SILVER_ROWS, SILVER)
+    resolve_new = resolver_for(str(new_version))
+    given = silver.select(*sc.RESOLUTION_INPUT)
+    whole = materialize(sc.pair_resolutions(silver, resolve_v1(given), resolve_new(given)))
+    recompute = materialize(
+        sc.recomputed_entities(
+            sc.affected_entities(whole), sc.crowding_flips(whole, sc.affected_entities(whole), 1)
+        )
+    )
+
+    identity = materialize(sc.identities(silver))
+    rows = sc.identity_rows(identity)
+    identities = materialize(sc.pair_identities(identity, resolve_v1(rows), resolve_new(rows)))
+    affected = sc.affected_entities(identities)
+    assert sorted(map(tuple, affected.collect())) == sorted(map(tuple, sc.affected_entities(whole).collect()))
+
+    subset = materialize(sc.neighbourhood(silver, identities, recompute))
+    both = subset.select(*sc.RESOLUTION_INPUT).unionByName(rows)
+    scoped = materialize(sc.pair_resolutions(subset, resolve_v1(both), resolve_new(both)))
+    keys = list(sc.EVENT_KEY)
+    assert canonical_hash(scoped) == canonical_hash(whole.join(subset.select(*keys), keys, "left_semi"))
+    read = {r["event_id"] for r in subset.collect()}
+    assert {"o1", "o2", "s1", "o3", "l1"} <= read, "own events, order-linked, on shared assets"
+    assert not read & {"o7", "o8"}, "nothing on an asset no recomputed entity used"
+
+    def pairs(events: Any) -> Any:
+        frame = sc.scoped_events(events, recompute)
+        return sc.involving(
+            correlate_v1(frame, run_id=RUN, recorded_at=BUILT, max_entities_per_asset=1), recompute
+        )
+
+    assert canonical_hash(pairs(scoped)) == canonical_hash(pairs(whole))
+
+
+def test_the_recount_reads_only_around_its_scope_and_counts_what_reading_everything_counts(
+    spark_session: Any,
+) -> None:
+    """The independent recount's own scoped read (identities, then the events around its scope)
+    expects exactly the pairs a recount over every event expects, without the far events."""
+    from workloads.replay import recount as rc
+
+    silver = spark_session.createDataFrame(SILVER_ROWS, SILVER)
+    rules = {
+        "old": rc.ResolutionRule(ref="entity_resolution@1"),
+        "new": rc.ResolutionRule(ref="entity_resolution@3", email_variants=True),
+        "pairs": rc.PairRule(
+            ref="correlation@1", types=("shared_card", "shared_device"), max_entities_per_asset=1
+        ),
+    }
+    everything = rc.recount(rc.read_events(silver), **rules)
+    read: set[str] = set()
+    around = rc.read_around(silver)
+
+    def reading(emails: set[str]) -> Any:
+        events = around(emails)
+        read.update(e.event_id for e in events)
+        return events
+
+    scoped = rc.recount_around(rc.read_identities(silver), reading, **rules)
+    assert scoped.scope == everything.scope
+    assert scoped.scope, "ann and her neighbours are in scope"
+    assert scoped.expected() == everything.expected()
+    assert scoped.events_read < everything.events_read
+    assert not read & {"o7", "o8"}, "nothing on an asset no entity in scope used"
 
 
 def _row(
