@@ -10,6 +10,7 @@ have touched anything (a merge or delete not bounded by partition).
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -531,6 +532,15 @@ def _list_dir(spark: SparkSession, location: str) -> list[str]:
 
 
 def _file_length(spark: SparkSession, path: str) -> int:
+    """A data file's length: ``os.stat`` for a local file (a replay's size estimate asks for
+    every file of the pinned tables, and a JVM round trip each cost seconds per thousand
+    files), Hadoop's file system for any other scheme."""
+    if path.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        local = unquote(urlparse(path).path)
+        if os.path.isfile(local):
+            return os.stat(local).st_size
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)

@@ -460,9 +460,15 @@ def trace_to_bronze(
     traced = (
         uses.join(shared.select("key", "asset"), ["key", "asset"]).select("key", "domain", *coords).distinct()
     )
+    # Only the traced coordinates are looked up (a broadcast semi-join, no shuffle of Bronze).
+    wanted_coords = F.broadcast(traced.select("domain", *coords).distinct())
     known = None
     for domain, frame in sorted(bronze.items()):
-        part = frame.select(F.lit(domain).alias("domain"), *coords).distinct()
+        part = (
+            frame.select(F.lit(domain).alias("domain"), *coords)
+            .join(wanted_coords, ["domain", *coords], "left_semi")
+            .distinct()
+        )
         known = part if known is None else known.unionByName(part)
     if known is None:
         found = traced.withColumn("_found", F.lit(None).cast("boolean"))

@@ -1,7 +1,7 @@
 """What a replay touches: affected entities, the rows to recompute, and what it will cost.
 
-Pure DataFrame functions (no reads, no writes); :mod:`workloads.replay.flow` feeds them the
-pinned tables.
+DataFrame functions (no table reads or writes; :func:`neighbourhood` computes its steps
+as local checkpoints); :mod:`workloads.replay.flow` feeds them the pinned tables.
 
 **Affected entities.** Silver is resolved twice, with the old and the new version of the
 changed engine. An entity id is *affected* when its membership differs between the two:
@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Final
 
+from lakehouse.frames import materialize
 from workloads.vocabulary import ChangeKind
 
 if TYPE_CHECKING:
@@ -207,13 +208,16 @@ def neighbourhood(silver: DataFrame, identity: DataFrame, entities: DataFrame) -
         .select("customer_email")
         .distinct()
     )
+    # Each step reads Silver once against the computed rows of the step before (materialized:
+    # unmaterialized, every later step would read Silver again for each earlier one).
     own = silver.join(F.broadcast(emails), "customer_email", "left_semi")
     their_orders = own.where(F.col("domain") == "orders").select(F.col("event_id").alias("order_id"))
-    mine = own.unionByName(silver.join(their_orders.distinct(), "order_id", "left_semi"))
+    mine = materialize(own.unionByName(silver.join(their_orders.distinct(), "order_id", "left_semi")))
     selected = mine
     for column in ASSET_COLUMNS:
         assets = mine.where(F.col(column).isNotNull()).select(column).distinct()
         selected = selected.unionByName(silver.join(assets, column, "left_semi"))
+    selected = materialize(selected)
     referenced = selected.where(F.col("order_id").isNotNull()).select(F.col("order_id").alias("event_id"))
     orders = silver.where(F.col("domain") == "orders").join(referenced.distinct(), "event_id", "left_semi")
     return selected.unionByName(orders).dropDuplicates(list(EVENT_KEY))
