@@ -154,9 +154,12 @@ def main(argv: list[str]) -> int:
     print(f"serving correlations: {serving}; silver events: {registry.get('silver.events').read().count()}")
 
     plans = {}
+    # Plans named per invocation: each gets runs of its own (an earlier invocation's 100% run
+    # is rolled back, and the same plan on the same pins would be that run again).
+    invocation = uuid.uuid4().hex[:6]
     for version, percent in zip((2, 3, 4), SHARES, strict=True):
         raw = shipped.model_dump(mode="json", by_alias=True)
-        raw["plan"] = f"bench-rename-{percent}"
+        raw["plan"] = f"bench-rename-{percent}-{invocation}"
         raw["engine_change"]["to"] = str(version)
         raw["checks"]["max_changed_ratio"] = 1.0
         plans[percent] = type(shipped).model_validate(raw)
