@@ -55,7 +55,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -310,9 +310,9 @@ def identities_of(events: Iterable[SilverEvent]) -> set[Identity]:
 def email_entities(identities: Iterable[Identity], rule: ResolutionRule) -> dict[str, str | None]:
     """Each email's entity id under ``rule``, decided from every identity tuple of the input."""
     tuples = sorted(set(identities), key=lambda t: (t[0], t[1] or ""))
+    keys = {email: email_key(rule, email) for email, _ in tuples}
     seeds: dict[str, str] = {}
-    for email, _ in tuples:
-        key = email_key(rule, email)
+    for email, key in keys.items():
         if key is not None:
             own = v1_id(v1_key(email) or "")
             seeds[key] = min(seeds.get(key, own), own)
@@ -320,7 +320,7 @@ def email_entities(identities: Iterable[Identity], rule: ResolutionRule) -> dict
     if rule.max_keys_per_card is not None:
         users: dict[str, set[str]] = defaultdict(set)
         for email, card in tuples:
-            key = email_key(rule, email)
+            key = keys[email]
             if key is not None and card is not None:
                 users[card].add(key)
         for members in users.values():
@@ -328,11 +328,7 @@ def email_entities(identities: Iterable[Identity], rule: ResolutionRule) -> dict
                 first, *rest = sorted(members)
                 for other in rest:
                     groups.union(first, other)
-    found: dict[str, str | None] = {}
-    for email, _ in tuples:
-        key = email_key(rule, email)
-        found[email] = None if key is None else _renamed(rule, groups.label(key))
-    return found
+    return {email: None if key is None else _renamed(rule, groups.label(key)) for email, key in keys.items()}
 
 
 def _renamed(rule: ResolutionRule, entity: str) -> str:
@@ -342,15 +338,16 @@ def _renamed(rule: ResolutionRule, entity: str) -> str:
     return entity + RENAMED_SUFFIX if chosen else entity
 
 
-def resolve(
-    events: Sequence[SilverEvent], rule: ResolutionRule, identities: Iterable[Identity] | None = None
-) -> dict[EventKey, str | None]:
-    """Each event's entity id under ``rule`` (None when the rule gives it none).
+def resolve(events: Sequence[SilverEvent], rule: ResolutionRule) -> dict[EventKey, str | None]:
+    """Each event's entity id under ``rule`` (None when the rule gives it none)."""
+    return entities_of(events, email_entities(identities_of(events), rule))
 
-    ``identities``: every identity tuple of the history the events were read from (the
-    events' own when not given), so a subset of events resolves as the whole history does.
-    """
-    by_email = email_entities(identities_of(events) if identities is None else identities, rule)
+
+def entities_of(
+    events: Sequence[SilverEvent], by_email: Mapping[str, str | None]
+) -> dict[EventKey, str | None]:
+    """Each event's entity: its email's (``by_email``, decided from every identity tuple of the
+    history, so a subset of events resolves as the whole history does), else its order's."""
     own_entity = {e.key: None if e.customer_email is None else by_email.get(e.customer_email) for e in events}
     order_entity: dict[str, str] = {}
     for e in events:
@@ -368,8 +365,9 @@ def resolve(
 # -- scope -----------------------------------------------------------------------------------------
 
 
-def affected(old: Mapping[EventKey, str | None], new: Mapping[EventKey, str | None]) -> set[str]:
-    """Ids (either rule) whose set of events differs between the two resolutions."""
+def affected(old: Mapping[Any, str | None], new: Mapping[Any, str | None]) -> set[str]:
+    """Ids (either rule) whose set of members differs between the two resolutions (members:
+    events, or the emails of the identity tuples)."""
     found: set[str] = set()
     for key, before in old.items():
         after = new.get(key)
@@ -516,25 +514,20 @@ def recount_around(
     """
     known = set(identities)
     before_email, after_email = email_entities(known, old), email_entities(known, new)
-    moved = {
-        entity
-        for email in before_email
-        if before_email[email] != after_email[email]
-        for entity in (before_email[email], after_email[email])
-        if entity is not None
-    }
+    moved = affected(before_email, after_email)
     changed_keys = frozenset(changed)
-    wanted = moved | {side for key in changed_keys for side in key[1:]}
+    sides = {side for key in changed_keys for side in key[1:]}
+    wanted = moved | sides
     while True:
         emails = {m for m in before_email if before_email[m] in wanted or after_email[m] in wanted}
         events = read(emails)
-        before, after = resolve(events, old, known), resolve(events, new, known)
+        before, after = entities_of(events, before_email), entities_of(events, after_email)
         flips = crowding_flips(events, before, after, moved, pairs)
         if flips <= wanted:
             break
         wanted |= flips  # a flipped entity's pairs on its other assets need their events too
     scope = moved | flips
-    counted = scope | {side for key in changed_keys for side in key[1:]}
+    counted = scope | sides
     found = pairs_touching(events, after, pairs, counted)
     log.debug(
         "recount %s -> %s over %d events: %d entities in scope, %d pairs counted",
