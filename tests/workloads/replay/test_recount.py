@@ -95,6 +95,26 @@ def test_v2_merges_ann_promo_into_ann_and_v1_keeps_them_apart() -> None:
     assert rc.affected(before, after) == {ANN, PROMO}
 
 
+def test_the_benchmark_rename_rule_renames_the_declared_share_by_the_ids_hash() -> None:
+    """``renamed_percent`` (the replay benchmark's engines): v1's groups, an id chosen by the
+    first 8 hex digits of its sha256 modulo 100 gets ``~r``; the chosen ids are exactly those."""
+    import hashlib
+
+    events = silver()
+    plain = rc.resolve(events, V1)
+    for percent in (0, 37, 100):
+        rule = rc.ResolutionRule.declared(spec("entity_resolution", 9, {"renamed_percent": percent}))
+        renamed = rc.resolve(events, rule)
+        for key, entity in plain.items():
+            if entity is None:
+                assert renamed[key] is None
+                continue
+            chosen = int(hashlib.sha256(entity.encode()).hexdigest()[:8], 16) % 100 < percent
+            assert renamed[key] == (entity + "~r" if chosen else entity), (percent, key)
+    everyone = rc.ResolutionRule.declared(spec("entity_resolution", 9, {"renamed_percent": 100}))
+    assert rc.affected(plain, rc.resolve(events, everyone)) >= {ANN, BOB, CAROL}
+
+
 def test_the_recount_expects_exactly_the_v2_pairs_of_the_affected_entities() -> None:
     result = rc.recount(silver(), old=V1, new=V2, pairs=CORRELATION)
     assert result.scope == {ANN, PROMO}
