@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "rollback": "jobs.rollback",
     "protect": "jobs.protect",
     "verify": "jobs.verify",
+    "erase": "jobs.erase",
     "exceptions": "jobs.exceptions",
     "engines": "jobs.engines",
     "asof": "jobs.asof",

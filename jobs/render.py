@@ -20,8 +20,10 @@ from workloads.gold.entity_index import SOURCE as INDEXED
 from workloads.vocabulary import Fate
 
 if TYPE_CHECKING:
+    from ledger import ErasureVerification
     from workloads.asof import AsOfAnswer, EntityHistory
     from workloads.bronze.ingest import IngestReport
+    from workloads.compliance import ErasureResult
     from workloads.evaluation import QualityReport
     from workloads.gold.build import GoldReport
     from workloads.gold.entity_index import IndexRefresh
@@ -297,12 +299,79 @@ def render_protection(report: ProtectionReport) -> list[Block]:
 
 def render_history_check(check: HistoryCheck) -> list[str]:
     """``lakehouse ledger verify --history``: the protected versions that cannot be read."""
+    purged = [f"  {p.table}@{p.version}: {p.note}" for p in check.purged]
     if check.ok:
-        return [f"history: all {check.checked} versions the ledger still needs are readable"]
+        readable = check.checked - len(check.purged)
+        head = f"history: all {readable} versions the ledger still needs are readable"
+        return [f"{head}; {len(check.purged)} purged by erasure", *purged] if purged else [head]
     lines = [f"history: {len(check.gone)} of {check.checked} versions the ledger still needs are GONE"]
     for gone in check.gone:
         lines.append(f"  {gone.table}@{gone.version}: {gone.note}")
         lines.extend(f"    needed as {why}" for why in gone.reasons)
+    return lines + purged
+
+
+# -- compliance -----------------------------------------------------------------------------------
+
+
+def render_erasure(result: ErasureResult) -> list[Block]:
+    """``lakehouse erase``: where the subject is (dry run), or what was erased and the certificate."""
+    places = result.places
+    found = ", ".join(f"{n} {kind}" for kind, n in places.identifiers.items())
+    rows = [
+        {
+            "table": t.table,
+            "current rows": t.current_rows,
+            "versions holding": len(t.versions),
+            "versions": ", ".join(str(v) for v in t.versions)
+            if len(t.versions) <= 6
+            else f"{len(t.versions)}",
+            "data files": len(t.files),
+            "candidates": ", ".join(f"{n} ({r})" for n, r in t.candidates.items()),
+            "tags": ", ".join(t.tags),
+        }
+        for t in places.tables
+        if t.holds
+    ]
+    out: list[Block] = [f"subject: {found or 'no identifiers'}"]
+    if places.empty:
+        out.append("no rows for this subject in any table, retained version, candidate or work file")
+    else:
+        columns = [
+            "table",
+            "current rows",
+            "versions holding",
+            "versions",
+            "data files",
+            "candidates",
+            "tags",
+        ]
+        out.append(TableView(rows, columns))
+        out.extend(f"work file {path}: {n} mention(s)" for path, n in places.work_files.items())
+    if result.dry_run:
+        out.append("dry run: nothing written")
+        return out
+    certificate = result.certificate
+    assert certificate is not None
+    purged = sum(len(e.versions_purged) for e in certificate.tables.values())
+    files = sum(len(e.files) for e in certificate.tables.values())
+    out.append(
+        f"erased from {len(certificate.tables)} table(s): {purged} version(s) purged, "
+        f"{files} data file(s) gone, {len(certificate.work_files)} work file(s) redacted"
+    )
+    out.extend(render_erasure_check(certificate.certificate_id, certificate.verification))
+    out.append(f"certificate {certificate.certificate_id} recorded (run {certificate.run_id})")
+    return out
+
+
+def render_erasure_check(certificate_id: str, check: ErasureVerification) -> list[Block]:
+    """The independent scan of an erasure: passed, or every place the subject remains."""
+    if check.passed:
+        return [
+            f"verified ({certificate_id}): {check.files_scanned} files scanned, no identifier of the subject"
+        ]
+    lines: list[Block] = [f"NOT erased: the subject remains in {len(check.hits)} place(s) ({certificate_id})"]
+    lines.extend(f"  {hit}" for hit in check.hits)
     return lines
 
 

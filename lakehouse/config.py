@@ -9,13 +9,14 @@ loads the configuration, which is where ``make`` and ``spark-submit`` are starte
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from lakehouse.errors import ConfigError
 from lakehouse.models import StrictModel, describe_validation_error, read_yaml_mapping
@@ -109,9 +110,20 @@ class TableSettings(StrictModel):
     partition_by: tuple[str, ...] = ()
     sort_by: tuple[str, ...] = ()
     properties: dict[str, str] = Field(default_factory=dict)
+    personal: tuple[str, ...] = ()
+    """Columns that hold personal data: the table's metadata never records their values
+    (no per-file statistics of them), so an erasure that rewrites the data leaves no trace."""
     description: str = ""
 
     model_config = ConfigDict(populate_by_name=True)  # merged with StrictModel's
+
+    @model_validator(mode="after")
+    def _personal_columns_exist(self) -> TableSettings:
+        names = set(re.findall(r"`?(\w+)`?\s+[A-Za-z]", self.schema_ddl))
+        unknown = [c for c in self.personal if c not in names]
+        if unknown:
+            raise ValueError(f"personal columns {unknown} are not in the schema")
+        return self
 
 
 def _default_zone_formats() -> dict[Zone, TableFormat]:

@@ -34,7 +34,7 @@ from pydantic import (
 from lakehouse.digest import canonical_json, digest_of
 from lakehouse.errors import LedgerError
 from lakehouse.models import StrictModel
-from ledger.identity import EngineIdentity, InputRead, OutputWritten, TextMapping
+from ledger.identity import EngineIdentity, InputRead, OutputWritten
 
 
 def out_ref(table: str, version: int) -> str:
@@ -270,25 +270,60 @@ class Rollback(_InRun):
 
 
 class ErasedIn(StrictModel):
-    """Erasure result in one table."""
+    """What an erasure did in one table: rows deleted, history purged, files gone."""
 
     rows: int = Field(ge=0)
+    """Rows erased from the current version and open candidates."""
     version: int | None = None
+    """The current version after the erasure (None: nothing to erase there)."""
+    versions_purged: tuple[int, ...] = ()
+    """Retained versions (snapshots) that held the subject and can no longer be read."""
+    files: tuple[str, ...] = ()
+    """Data files that held the subject; physically gone."""
+    actions: tuple[str, ...] = ()
+    """What was done to the table's history (tags dropped, snapshots expired, files deleted)."""
+
+
+class ErasureVerification(StrictModel):
+    """The independent scan after an erasure: every file under the scanned roots."""
+
+    roots: tuple[str, ...]
+    files_scanned: int = Field(ge=0)
+    hits: tuple[str, ...] = ()
+    """Where an identifier of the subject was still found (``path: column``); empty to pass."""
+
+    @property
+    def passed(self) -> bool:
+        return not self.hits
 
 
 class ErasureCertificate(_InRun):
-    """A subject was erased everywhere; the certificate auditors are shown instead of rows."""
+    """A data subject was erased everywhere the lakehouse holds data, and an independent scan
+    found no identifier of the subject left. Never holds an identifier in clear: the subject
+    and each identifier are salted sha256 digests (the salt is here, so the scan can be
+    re-run from the certificate alone: ``lakehouse erase --verify``)."""
 
     kind: Literal["erasure_certificate"] = "erasure_certificate"
     certificate_id: str
+    request_id: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
     subject_digest: str
-    """sha256 of the subject's key: the ledger is permanent, so never the raw identifier."""
-    policy: str
+    salt: str
+    identifier_digests: tuple[str, ...]
+    identifiers: dict[str, int]
+    """How many identifiers of each kind were found (emails, orders, entities)."""
     tables: dict[str, ErasedIn]
+    work_files: tuple[str, ...] = ()
+    """Files under the work dir (review files, extracts) the subject was redacted from."""
+    kept: dict[str, str] = Field(default_factory=dict)
+    """What was deliberately not touched, and why."""
+    verification: ErasureVerification
     completed_at: AwareDatetime
-    checks: dict[str, bool] = Field(default_factory=dict)
-    complete: bool
-    model_versions: TextMapping = Field(default_factory=dict)
+
+    def refs(self) -> tuple[str, ...]:
+        return tuple(
+            sorted(out_ref(t, e.version) for t, e in self.tables.items() if e.version is not None and e.rows)
+        )
 
 
 LedgerEntry = Annotated[

@@ -92,6 +92,7 @@ def make_table(
         zone: Zone = Zone.SILVER,
         partition_by: tuple[str, ...] = (),
         sort_by: tuple[str, ...] = (),
+        personal: tuple[str, ...] = (),
         create: bool = True,
     ) -> Table:
         spec = TableSpec(
@@ -101,6 +102,7 @@ def make_table(
             schema_ddl=schema,
             partition_by=partition_by,
             sort_by=sort_by,
+            personal_columns=personal,
         )
         table = open_table(spark_session, lakehouse_config, spec)  # type: ignore[arg-type]
         if create:

@@ -24,6 +24,7 @@ from lakehouse.errors import UsageError, VersionNotFoundError, ZonePolicyError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 VersionRef = int | str | datetime
 """A way to name a state of a table: a version / snapshot id, an ISO-8601 timestamp string
@@ -53,6 +54,16 @@ class TableSpec:
     history_days: int | None = None
     """Days of history the format's default maintenance keeps, set at creation (None: the
     format's own default)."""
+    personal_columns: tuple[str, ...] = ()
+    """Columns of personal data, kept out of the table's metadata (see :meth:`Table.creation_properties`)."""
+
+    def schema(self) -> StructType:
+        """The schema as a Spark type (parsing the DDL needs a running session)."""
+        from pyspark.sql.types import StructType
+
+        schema = StructType.fromDDL(self.schema_ddl)
+        assert isinstance(schema, StructType)
+        return schema
 
     @property
     def namespace(self) -> str:
@@ -191,6 +202,15 @@ def partition_predicate(columns: Sequence[str], values: Sequence[Mapping[str, An
             parts.append(f"`{col}` IS NULL" if value is None else f"`{col}` = {sql_literal(value)}")
         clauses.append("(" + " AND ".join(parts) + ")")
     return " OR ".join(clauses) if clauses else "FALSE"
+
+
+def file_path(location: str) -> str:
+    """One spelling of a data file's location: a local path for ``file:`` URIs (Spark writes
+    ``file:/x`` and ``file:///x`` for the same file), the URI itself otherwise."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(location)
+    return unquote(parsed.path) if parsed.scheme in ("", "file") else location
 
 
 def candidate_ref(name: str) -> str:
@@ -341,6 +361,66 @@ class Table(ABC):
         meta = commit_metadata(run_id, {"lakehouse.erasure-reason": reason})
         self._delete_where(condition, meta, None)
 
+    def erase_matching(
+        self, keys: DataFrame, on: str, *, run_id: str, reason: str, candidate: Candidate | None = None
+    ) -> None:
+        """Compliance erasure of the rows that match a row of ``keys`` (any zone, Bronze included).
+
+        ``on`` is a SQL condition over the table's row ``t`` and a key row ``s``. It is one
+        ``MERGE ... WHEN MATCHED THEN DELETE`` against the keys, so the erased values are data
+        the statement joins with, never text a format writes into its history (a Delta
+        ``DELETE``'s predicate is). Copy-on-write on both formats: each file holding a matched
+        row is rewritten without it; the old file stays until :meth:`purge` removes it.
+        """
+        if not reason.strip():
+            raise UsageError(f"erasure from {self.name} needs a reason")
+        self._erase_matching(
+            keys, on, commit_metadata(run_id, {"lakehouse.erasure-reason": reason}), candidate
+        )
+
+    @abstractmethod
+    def _erase_matching(
+        self, keys: DataFrame, on: str, meta: Mapping[str, str], candidate: Candidate | None
+    ) -> None: ...
+
+    def files_matching(
+        self, keys: DataFrame, on: str, *, version: int | None = None, candidate: Candidate | None = None
+    ) -> dict[str, int]:
+        """The data files of a version (current if None) or of a candidate that hold rows
+        matching ``keys`` on ``on`` (as in :meth:`erase_matching`), with their row counts."""
+        from pyspark.sql import functions as F
+
+        df = self.read_candidate(candidate) if candidate is not None else self.read(version)
+        located = df.select(F.input_file_name().alias("__lakehouse_file"), "*").alias("t")
+        matched = located.join(F.broadcast(keys.alias("s")), F.expr(on), "left_semi")
+        return {
+            file_path(str(r[0])): int(r[1]) for r in matched.groupBy("__lakehouse_file").count().collect()
+        }
+
+    def storage_locations(self) -> list[str]:
+        """Every folder that holds this table's files: data, log or metadata, and open candidates'."""
+        return [self.location]
+
+    @abstractmethod
+    def retained_versions(self) -> list[int]:
+        """Every version whose files may still be on disk and readable (what an erasure must
+        search): Delta's logged versions that are still readable, Iceberg's snapshots in the
+        metadata (every branch's and tag's included)."""
+
+    @abstractmethod
+    def purge(self, versions: Sequence[int], files: Sequence[str], *, note: str) -> list[str]:
+        """After :meth:`erase_matching`: make ``files`` (which held erased rows; no longer in
+        the current version or any candidate) physically gone, and with them ``versions``
+        (every retained version that references one). Returns what was done, one line each.
+        ``note`` (e.g. the erasure certificate) is what :meth:`removal_note` says of them where
+        the format keeps a record.
+
+        Delta deletes exactly those files (what ``VACUUM`` would delete for them, leaving every
+        other removed file, so versions that never held the subject stay readable); Iceberg
+        drops the tags on those snapshots and expires exactly them (``expire_snapshots`` with
+        their ids), which deletes the files no remaining snapshot references.
+        """
+
     def _refuse_in_bronze(self, operation: str) -> None:
         if self.spec.zone is Zone.BRONZE:
             raise ZonePolicyError(
@@ -480,7 +560,21 @@ class Table(ABC):
         """Properties a new table is created with: the format's defaults, the history to keep,
         then the configured ones (which win)."""
         kept = self.retention_properties(self.spec.history_days) if self.spec.history_days else {}
-        return {**defaults, **kept, **self.spec.properties}
+        private = (
+            self.private_columns_properties(self.spec.personal_columns) if self.spec.personal_columns else {}
+        )
+        return {**defaults, **kept, **private, **self.spec.properties}
+
+    @abstractmethod
+    def private_columns_properties(self, columns: Sequence[str]) -> dict[str, str]:
+        """Properties that keep the values of ``columns`` out of the table's metadata.
+
+        Both formats record per-file column statistics (minimum and maximum) for pruning:
+        Delta in its transaction log, Iceberg in its manifests. Those files are never
+        rewritten, so a personal value that lands there outlives the erasure of its row
+        (for Delta, until the log is cleaned up). Data files' own Parquet footers are
+        rewritten with the data, so they need nothing.
+        """
 
     def keep_history(self, days: int) -> dict[str, str]:
         """Make the format's own maintenance, run with its default settings, keep ``days`` of

@@ -27,6 +27,7 @@ from lakehouse.tables.base import (
     TableSize,
     VersionRef,
     candidate_ref,
+    file_path,
     first_line,
     metadata_context_json,
     partition_predicate,
@@ -54,6 +55,9 @@ defaults: 7 and 30 days). VACUUM's safety check refuses a shorter retention than
 _INTERVAL = re.compile(r"\s*interval\s+(\d+)\s+(second|minute|hour|day|week)s?\s*", re.IGNORECASE)
 _UNIT_DAYS = {"second": 1 / 86400, "minute": 1 / 1440, "hour": 1 / 24, "day": 1.0, "week": 7.0}
 LAST_VACUUM_FILE = "_last_vacuum_info"
+PURGE_RECORD = "_lakehouse_purged.json"
+"""Beside ``_delta_log``: the versions an erasure purged and why (Delta itself records no
+removal of single files; files whose names start with ``_`` are invisible to Delta and VACUUM)."""
 """Written into ``_delta_log`` by every VACUUM that deleted (Delta 4.x): without it no file was
 ever vacuumed, and a version whose commit is in the log is readable without listing its files."""
 _COMMIT_FILE = re.compile(r"(\d{20})\.json")
@@ -81,6 +85,10 @@ class DeltaLakeTable(Table):
     def _shadow_location(self, name: str) -> str:
         parent, _, leaf = self.location.rstrip("/").rpartition("/")
         return f"{parent}/{CANDIDATES_DIR}/{leaf}__{candidate_ref(name)}"
+
+    def storage_locations(self) -> list[str]:
+        """The table's folder and each open candidate's shadow table (a sibling folder)."""
+        return [self.location, *(self._shadow_location(name) for name in self.list_candidates())]
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -212,6 +220,16 @@ class DeltaLakeTable(Table):
         meta = self._with_touched(meta, candidate, "*")
         with session_settings(self.spark, {USER_METADATA_CONF: metadata_context_json(meta)}):
             self.spark.sql(f"DELETE FROM delta.`{target}` WHERE {condition}")
+
+    def _erase_matching(
+        self, keys: DataFrame, on: str, meta: Mapping[str, str], candidate: Candidate | None
+    ) -> None:
+        target = self._target(candidate)
+        meta = self._with_touched(meta, candidate, "*")
+        view = temp_view(keys, "erase_keys")
+        with session_settings(self.spark, {USER_METADATA_CONF: metadata_context_json(meta)}):
+            self.spark.sql(f"MERGE INTO delta.`{target}` t USING {view} s ON ({on}) WHEN MATCHED THEN DELETE")
+        self.spark.catalog.dropTempView(view)
 
     # -- reads and history --------------------------------------------------------------
 
@@ -403,14 +421,53 @@ class DeltaLakeTable(Table):
 
     # -- protection from maintenance ----------------------------------------------------
 
+    def retained_versions(self) -> list[int]:
+        if not self.exists():
+            return []
+        found = (_COMMIT_FILE.fullmatch(name) for name in _list_dir(self.spark, self._log_location))
+        return [v for v in sorted(int(m.group(1)) for m in found if m) if self.readable(v)]
+
+    def purge(self, versions: Sequence[int], files: Sequence[str], *, note: str) -> list[str]:
+        self._require()
+        served = list(self.read().inputFiles())
+        for candidate in self.list_candidates():
+            served += self.read_candidate(self.open_candidate(candidate, None)).inputFiles()
+        still = sorted({file_path(f) for f in files} & {file_path(f) for f in served})
+        if still:
+            raise TableError(f"{self.name}: {len(still)} file(s) to purge are still served, e.g. {still[0]}")
+        done = []
+        for path in sorted(set(files)):
+            _delete_path(self.spark, path)
+            done.append(f"deleted data file {path}")
+        if versions:
+            record = self._purged()
+            record.update({str(v): note for v in versions})
+            _write_text(self.spark, self._purge_record_location, json.dumps(record, sort_keys=True))
+            shown = ", ".join(str(v) for v in sorted(versions))
+            done.append(f"versions {shown} can no longer be read (files they list are gone)")
+        return done
+
+    @property
+    def _purge_record_location(self) -> str:
+        return f"{self.location.rstrip('/')}/{PURGE_RECORD}"
+
+    def _purged(self) -> dict[str, str]:
+        """Version (as text) -> why it was purged, from :data:`PURGE_RECORD`."""
+        text = _read_text(self.spark, self._purge_record_location)
+        value = json.loads(text) if text else {}
+        return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
     def readable(self, version: int) -> bool:
         """The version's log is still there and so is every data file it lists (VACUUM removes
         files, not log entries, so a listed version may be unreadable)."""
         if not self.exists() or version < 0:
             return False
         log = set(_list_dir(self.spark, self._log_location))
-        if f"{version:020d}.json" in log and LAST_VACUUM_FILE not in log:
-            return True  # its commit is in the log, and no VACUUM ever removed a file
+        purged = self._purged()
+        if str(version) in purged:
+            return False
+        if f"{version:020d}.json" in log and LAST_VACUUM_FILE not in log and not purged:
+            return True  # its commit is in the log, and no VACUUM or erasure ever removed a file
         try:
             files = (
                 self.spark.read.format("delta")
@@ -424,6 +481,10 @@ class DeltaLakeTable(Table):
 
     def removal_note(self, version: int) -> str:
         from delta.tables import DeltaTable
+
+        purged = self._purged().get(str(version))
+        if purged:
+            return f"version {version} of {self.name} was purged: {purged}"
 
         vacuums = (
             DeltaTable.forPath(self.spark, self.location)
@@ -445,6 +506,17 @@ class DeltaLakeTable(Table):
             f"version {version} of {self.name} lost its data files to VACUUM ({hours}) at "
             f"{last['timestamp'].isoformat()} (table version {last['version']})"
         )
+
+    def private_columns_properties(self, columns: Sequence[str]) -> dict[str, str]:
+        from pyspark.sql.types import ArrayType, BinaryType, BooleanType, MapType
+
+        # partition columns are pruned by their folder values, never by statistics; Delta
+        # keeps no statistics of these types and refuses to be asked for them
+        left_out = set(columns) | set(self.spec.partition_by)
+        no_stats = (ArrayType, BinaryType, BooleanType, MapType)
+        fields = self.spec.schema().fields
+        kept = [f.name for f in fields if f.name not in left_out and not isinstance(f.dataType, no_stats)]
+        return {"delta.dataSkippingStatsColumns": ",".join(kept)}
 
     def retention_properties(self, days: int) -> dict[str, str]:
         return dict.fromkeys(RETENTION_PROPERTIES, f"interval {days} days")
@@ -522,6 +594,25 @@ def _delete_path(spark: SparkSession, location: str) -> None:
     fs, path = _hadoop_path(spark, location)
     if fs.exists(path):
         fs.delete(path, True)
+
+
+def _write_text(spark: SparkSession, location: str, text: str) -> None:
+    fs, path = _hadoop_path(spark, location)
+    stream = fs.create(path, True)
+    stream.write(bytearray(text.encode("utf-8")))
+    stream.close()
+
+
+def _read_text(spark: SparkSession, location: str) -> str:
+    """A small file's text ('' when it does not exist)."""
+    fs, path = _hadoop_path(spark, location)
+    if not fs.exists(path):
+        return ""
+    local = file_path(location)
+    if not local.startswith(("/", ".")) or "://" in local:
+        return "\n".join(r[0] for r in spark.read.text(location).collect())
+    with open(local, encoding="utf-8") as handle:
+        return handle.read()
 
 
 def _list_dir(spark: SparkSession, location: str) -> list[str]:

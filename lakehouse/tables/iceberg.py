@@ -7,6 +7,7 @@ file with serving, takes the candidate's writes, and is published by fast-forwar
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from lakehouse.tables.base import (
     VersionRef,
     VersionTag,
     candidate_ref,
+    file_path,
     first_line,
     session_settings,
     tblproperties_sql,
@@ -167,6 +169,15 @@ class IcebergTable(Table):
         )
         with session_settings(self.spark, _snapshot_confs(meta)):
             self.spark.sql(statement)
+
+    def _erase_matching(
+        self, keys: DataFrame, on: str, meta: Mapping[str, str], candidate: Candidate | None
+    ) -> None:
+        target = _quoted(self._target(candidate))
+        view = temp_view(keys, "erase_keys")
+        with session_settings(self.spark, _snapshot_confs(meta)):
+            self.spark.sql(f"MERGE INTO {target} t USING {view} s ON ({on}) WHEN MATCHED THEN DELETE")
+        self.spark.catalog.dropTempView(view)
 
     # -- reads and history --------------------------------------------------------------
 
@@ -327,6 +338,52 @@ class IcebergTable(Table):
 
     # -- protection from maintenance ----------------------------------------------------
 
+    def retained_versions(self) -> list[int]:
+        if not self.exists():
+            return []
+        rows = self.spark.sql(f"SELECT snapshot_id FROM {self._metadata_table('snapshots')}").collect()
+        return sorted(int(r[0]) for r in rows)
+
+    def storage_locations(self) -> list[str]:
+        """The table's folder (data and metadata; candidate branches live in it too)."""
+        if not self.exists():
+            return []
+        rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {self.sql_name}").collect()
+        return [str(r[1]) for r in rows if r[0] == "Location"][:1]
+
+    def purge(self, versions: Sequence[int], files: Sequence[str], *, note: str) -> list[str]:
+        self._require()
+        doomed = sorted(set(versions))
+        if not doomed:
+            return []
+        heads = self.spark.sql(
+            f"SELECT name, type, snapshot_id FROM {self._metadata_table('refs')}"
+        ).collect()
+        done = []
+        for name, kind, snapshot in heads:
+            if int(snapshot) not in doomed:
+                continue
+            if kind != "TAG":
+                raise TableError(
+                    f"{self.name}: {kind.lower()} {name} still points at snapshot {snapshot}, which holds "
+                    f"erased rows; erase in it first"
+                )
+            self.spark.sql(f"ALTER TABLE {self.sql_name} DROP TAG `{name}`")
+            done.append(f"dropped tag {name} (snapshot {snapshot})")
+        ids = ", ".join(str(v) for v in doomed)
+        # older_than at the epoch: expire exactly these snapshots, nothing by age
+        self.spark.sql(
+            f"CALL `{self.catalog}`.system.expire_snapshots(table => '{self.procedure_name}', "
+            f"older_than => TIMESTAMP '1970-01-01 00:00:01', snapshot_ids => array({ids}))"
+        )
+        done.append(f"expired snapshots {ids}")
+        gone = sorted({file_path(f) for f in files if os.path.exists(file_path(f))})
+        if gone:
+            raise TableError(
+                f"{self.name}: expiry left {len(gone)} file(s) that held erased rows, e.g. {gone[0]}"
+            )
+        return done
+
     def readable(self, version: int) -> bool:
         """A snapshot still in the metadata is readable: expiry deletes only the files that no
         remaining snapshot (or tag, or branch) references."""
@@ -337,6 +394,9 @@ class IcebergTable(Table):
             f"snapshot {version} is no longer in {self.name}'s metadata: expire_snapshots removed it "
             f"(Iceberg records no history of an expiry; a tag on the snapshot would have kept it)"
         )
+
+    def private_columns_properties(self, columns: Sequence[str]) -> dict[str, str]:
+        return {f"write.metadata.metrics.column.{c}": "none" for c in columns}
 
     def retention_properties(self, days: int) -> dict[str, str]:
         return {MAX_SNAPSHOT_AGE: str(days * DAY_MS)}

@@ -31,6 +31,7 @@ def table_spec(config: LakehouseConfig, name: str, settings: TableSettings) -> T
         partition_by=settings.partition_by,
         sort_by=settings.sort_by,
         properties=dict(settings.properties),
+        personal_columns=settings.personal,
         history_days=config.history_days,
     )
 

@@ -58,6 +58,10 @@ class History:
     steps: dict[str, Step]
     config: LakehouseConfig
     env: dict[str, str]
+    subject: dict[str, list[str]]
+    """The erased subject's identifiers, read from Silver and Gold before the erasure."""
+    subject_after: dict[str, list[str]]
+    """The same search after the erasure."""
 
     def __getitem__(self, name: str) -> Step:
         return self.steps[name]
@@ -97,6 +101,42 @@ def tamper_gold_row(spark: Any, config: LakehouseConfig) -> str:
     later = rows.withColumn("recorded_at", F.lit(datetime(2030, 1, 1)).cast("timestamp"))
     gold.merge(later, ["correlation_id", "run_id"], run_id="tamper")
     return str(victim.first()["correlation_id"])
+
+
+def subject_identifiers(
+    spark: Any, config: LakehouseConfig, email: str | None = None
+) -> dict[str, list[str]]:
+    """A subject with correlations (the first serving correlation's ``entity_a``, unless
+    ``email`` names one): its email, order ids and entity ids in Silver, and Gold rows."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(spark, config)
+    silver = registry.get("silver.events").read()
+    if email is None:
+        entity = registry.get("gold.correlations").read().orderBy("entity_a").first()["entity_a"]
+        email = (
+            silver.where(F.col("entity_id") == entity)
+            .where("customer_email IS NOT NULL")
+            .first()["customer_email"]
+        )
+    mine = silver.where(F.lower(F.trim("customer_email")) == email.strip().lower())
+    orders = sorted({r[0] for r in mine.where("domain = 'orders'").select("event_id").collect()})
+    own = mine.unionByName(silver.where(F.col("order_id").isin(orders or ["-"])))
+    entities = sorted({r[0] for r in own.select("entity_id").collect() if r[0]})
+    correlations = registry.get("gold.correlations").read()
+    gold = correlations.where(
+        F.col("entity_a").isin(entities or ["-"]) | F.col("entity_b").isin(entities or ["-"])
+    )
+    return {
+        "emails": [email.strip().lower()],
+        "orders": orders,
+        "entities": entities,
+        "silver_rows": [str(own.distinct().count())],
+        "gold_rows": [str(gold.count())],
+        "silver_total": [str(silver.count())],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +214,22 @@ def history(
     run("tables-after", "tables")
     run("ledger-verify-before-tamper", "ledger", "verify")
 
+    # a data subject's erasure (W6), after the correction's publication and rollback
+    subject = subject_identifiers(spark_session, config)
+    email = subject["emails"][0]
+    run("erase-no-request", "erase", "--subject-email", email, "--reason", "art. 17")
+    run("erase-not-an-address", "erase", "--subject-email", "nobody", "--dry-run")
+    run("erase-dry-run", "erase", "--subject-email", f" {email.upper()} ", "--dry-run")
+    erased = run("erase", "erase", "--subject-email", email, "--request", "REQ-1", "--reason", "GDPR art. 17")
+    certificate = erased.data["certificate"]["certificate_id"] if erased.code == 0 else "erasure-missing"
+    run("erase-verify", "erase", "--verify", certificate)
+    run("erase-verify-unknown", "erase", "--verify", "erasure-nope")
+    unknown = ("--subject-email", "nobody@nowhere.example", "--request", "REQ-2", "--reason", "art. 17")
+    run("erase-unknown-subject", "erase", *unknown)
+    run("ledger-verify-after-erase", "ledger", "verify", "--history")
+    run("asof-after-erase", "asof", "gold.correlations", "--at", datetime.now(UTC).isoformat())
+    subject_after = subject_identifiers(spark_session, config, email=email)
+
     # behind the product's back: a serving row, then the ledger
     at = datetime.now(UTC).isoformat()
     tamper_gold_row(spark_session, config)
@@ -189,7 +245,7 @@ def history(
     TableRegistry(spark_session, config).get("ops.ledger").delete_where("seq = 3")
     run("ledger-verify-tampered", "ledger", "verify")
 
-    yield History(run.steps, config, env)
+    yield History(run.steps, config, env, subject, subject_after)
     drop_all(TableRegistry(spark_session, config))
 
 
@@ -350,3 +406,90 @@ def test_a_missing_java_is_exit_3_in_a_real_process(tmp_path: Path) -> None:
     )
     assert result.returncode == 3, result.stderr
     assert json.loads(result.stderr.strip().splitlines()[-1])["exit_code"] == 3
+
+
+def test_a_subject_is_located_erased_and_verified_through_the_cli(history: History) -> None:
+    assert codes(history, "erase-dry-run", "erase", "erase-verify", "erase-unknown-subject") == dict.fromkeys(
+        ("erase-dry-run", "erase", "erase-verify", "erase-unknown-subject"), 0
+    )
+    assert codes(history, "erase-no-request", "erase-not-an-address", "erase-verify-unknown") == {
+        "erase-no-request": 2,
+        "erase-not-an-address": 2,
+        "erase-verify-unknown": 2,
+    }
+    assert "--request is missing" in history["erase-no-request"].stderr
+    subject = history.subject
+    assert int(subject["silver_rows"][0]) > 0
+    assert int(subject["gold_rows"][0]) > 0, "the chosen subject has correlations"
+
+    dry = {t["table"]: t for t in history["erase-dry-run"].data["places"]["tables"]}
+    assert dry["silver.events"]["current_rows"] == int(subject["silver_rows"][0])
+    assert sum(dry["gold.correlations"]["versions"].values()) >= int(subject["gold_rows"][0])
+    # every raw line of each order: a redelivered or corrected order has two lines, one Silver row
+    assert dry["bronze.orders"]["current_rows"] >= len(subject["orders"]) > 0
+    found = history["erase-dry-run"].data["places"]["identifiers"]
+    assert found["emails"] == 1
+    assert found["orders"] == len(subject["orders"])
+    assert found["entities"] >= len(subject["entities"]), "every engine version's ids, the serving ones too"
+
+    certificate = history["erase"].data["certificate"]
+    assert certificate["verification"]["hits"] == []
+    assert certificate["verification"]["files_scanned"] > 0
+    assert certificate["tables"]["silver.events"]["rows"] == int(subject["silver_rows"][0])
+    assert certificate["tables"]["silver.events"]["versions_purged"]
+    assert certificate["request_id"] == "REQ-1"
+    assert history["erase-verify"].data["hits"] == []
+    unknown = history["erase-unknown-subject"].data
+    assert unknown["places"]["tables"], "every table was searched"
+    assert not any(t["versions"] or t["candidates"] for t in unknown["places"]["tables"])
+    assert unknown["certificate"]["tables"] == {}
+
+
+def test_after_the_erasure_no_table_ledger_or_work_file_names_the_subject(history: History) -> None:
+    after = history.subject_after
+    assert after["silver_rows"] == ["0"]
+    assert after["gold_rows"] == ["0"]
+    expected = int(history.subject["silver_total"][0]) - int(history.subject["silver_rows"][0])
+    assert int(after["silver_total"][0]) == expected, "every other subject's rows stay"
+    identifiers = {*history.subject["emails"], *history.subject["orders"], *history.subject["entities"]}
+    leftovers = files_naming(history, identifiers)
+    assert leftovers == []
+
+
+def test_the_ledger_verifies_after_the_erasure_and_its_certificate_holds_digests_only(
+    history: History,
+) -> None:
+    verified = history["ledger-verify-after-erase"]
+    assert verified.code == 0, verified.stderr
+    assert history["asof-after-erase"].code == 0
+    body = json.dumps(history["erase"].data["certificate"])
+    assert not any(i in body for i in {*history.subject["emails"], *history.subject["entities"]})
+
+
+def files_naming(history: History, identifiers: set[str]) -> list[str]:
+    """This test's own search: every file of the lakehouse's tables (Parquet rows read with
+    pyarrow, everything else as bytes) and of its work dir's review files."""
+    import pyarrow.parquet as pq
+
+    from lakehouse.tables import TableRegistry
+    from lakehouse.tables.base import file_path
+
+    registry = TableRegistry(_spark(), history.config)
+    folders = [Path(file_path(loc)) for table in registry for loc in table.storage_locations()]
+    folders.append(history.config.workdir_path / "replays")
+    found = []
+    for folder in folders:
+        for path in (p for p in folder.rglob("*") if p.is_file()):
+            if path.suffix == ".parquet":
+                text = json.dumps(pq.read_table(path).to_pylist(), default=str).lower()
+            else:
+                text = path.read_bytes().decode("latin-1").lower()
+            if any(i in text for i in identifiers):
+                found.append(str(path))
+    return found
+
+
+def _spark() -> Any:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()

@@ -18,6 +18,7 @@ from lakehouse.errors import (
     ZonePolicyError,
 )
 from lakehouse.tables import Table
+from lakehouse.tables.base import file_path
 
 pytestmark = pytest.mark.spark
 
@@ -301,3 +302,78 @@ def test_kept_history_and_tags_survive_the_formats_own_maintenance_and_a_loss_is
     assert current is not None
     assert table.readable(current)
     assert rows(table) == [(2, "b", 20), (3, "a", 30)]
+
+
+PERSONAL_SCHEMA = "id INT NOT NULL, part STRING NOT NULL, who STRING"
+SUBJECT = "zed.subject@example.org"
+
+
+def subject_keys(spark: Any) -> Any:
+    return spark.createDataFrame([([SUBJECT],)], "who array<string>")
+
+
+def files_naming(table: Table, needle: str) -> list[str]:
+    """Every file under the table's folders that still holds ``needle``: Parquet read by its
+    rows with pyarrow (rows a log or delete file hides included), anything else by its bytes."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    found = []
+    for location in table.storage_locations():
+        root = file_path(location)
+        for folder, _, names in os.walk(root):
+            for name in names:
+                path = os.path.join(folder, name)
+                if name.endswith(".parquet"):
+                    values = pq.read_table(path).to_pylist()
+                    if any(needle in str(row) for row in values):
+                        found.append(path)
+                else:
+                    with open(path, "rb") as handle:
+                        if needle.encode() in handle.read():
+                            found.append(path)
+    return sorted(found)
+
+
+def test_an_erasure_rewrites_the_subjects_files_and_purges_only_the_versions_that_held_them(
+    make_table: Any, spark_session: Any
+) -> None:
+    table = make_table(PERSONAL_SCHEMA, zone=Zone.BRONZE, partition_by=("part",), personal=("who",))
+    data = lambda rows: spark_session.createDataFrame(rows, PERSONAL_SCHEMA)  # noqa: E731
+    table.append(data([(1, "a", "bob@example.org"), (2, "b", "carol@example.org")]), run_id="r1")
+    before = table.current_version()
+    table.append(data([(3, "a", SUBJECT), (4, "b", "dave@example.org")]), run_id="r2")
+    held = table.current_version()
+    assert before is not None
+    assert held is not None
+    if table.capabilities.version_tags:
+        table.tag_version("audit-keep", held, 30)
+    keys = subject_keys(spark_session)
+    on = "array_contains(s.who, t.who)"
+
+    by_version = {v: table.files_matching(keys, on, version=v) for v in table.retained_versions()}
+    holding = sorted(v for v, files in by_version.items() if files)
+    files = sorted({f for found in by_version.values() for f in found})
+    assert holding == [held]
+    assert [sum(found.values()) for found in by_version.values() if found] == [1]
+    assert files_naming(table, SUBJECT), "the subject is on disk before the erasure"
+
+    with pytest.raises(UsageError, match="needs a reason"):
+        table.erase_matching(keys, on, run_id="erase-1", reason=" ")
+    table.erase_matching(keys, on, run_id="erase-1", reason="request 7")
+    others = [(1, "a", "bob@example.org"), (2, "b", "carol@example.org"), (4, "b", "dave@example.org")]
+    assert rows(table) == others
+    assert table.history()[-1].metadata["lakehouse.erasure-reason"] == "request 7"
+    done = table.purge(holding, files, note="erasure certificate C-1")
+
+    assert files_naming(table, SUBJECT) == [], "no data, log, manifest or metadata file names the subject"
+    assert held not in table.retained_versions(), "the version that held the subject is gone"
+    if not table.capabilities.version_tags:
+        assert table.removal_note(held).endswith("was purged: erasure certificate C-1")
+    assert rows(table, as_of=before) == [(1, "a", "bob@example.org"), (2, "b", "carol@example.org")]
+    assert table.readable(before), "a version that never held the subject stays readable"
+    if table.capabilities.version_tags:
+        assert "dropped tag audit-keep" in " ".join(done)
+        assert all(t.name != "audit-keep" for t in table.tags())
+    assert files_naming(table, "dave@example.org"), "other subjects' rows stay"

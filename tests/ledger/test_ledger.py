@@ -48,6 +48,7 @@ from ledger.entries import (
     EngineDeclared,
     ErasedIn,
     ErasureCertificate,
+    ErasureVerification,
     LedgerEntryBase,
     LedgerSchemaChanged,
     Notification,
@@ -170,11 +171,15 @@ def one_of_each_kind() -> list[LedgerEntryBase]:
         ErasureCertificate(
             run_id="r3",
             certificate_id="cert-1",
+            request_id="req-7",
+            reason="GDPR art. 17 request",
             subject_digest="s" * 64,
-            policy="gdpr",
+            salt="0" * 32,
+            identifier_digests=("d" * 64,),
+            identifiers={"emails": 1, "orders": 0, "entities": 0},
             tables={"bronze.orders": ErasedIn(rows=3, version=4)},
+            verification=ErasureVerification(roots=("/lake",), files_scanned=12),
             completed_at=T0,
-            complete=True,
         ),
     ]
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Final
 from lakehouse.errors import ReplayError
 from ledger import LedgerRecord
 from ledger.clock import Clock
-from ledger.entries import LedgerEntryBase, RunStarted
+from ledger.entries import ErasureCertificate, LedgerEntryBase, RunStarted
 from ledger.reader import LedgerReader
 from ledger.timeline import PUBLICATION, timeline
 from workloads.policies import ProtectionPolicy, load_protection_policy
@@ -121,6 +121,8 @@ class HistoryCheck:
 
     checked: int
     gone: tuple[GoneVersion, ...]
+    purged: tuple[GoneVersion, ...] = ()
+    """Protected versions an erasure purged on purpose (its certificate says so): accounted for."""
 
     @property
     def ok(self) -> bool:
@@ -371,8 +373,13 @@ def check_history(
     reasons: dict[tuple[str, int], list[str]] = defaultdict(list)
     for item in required_protections(records, policy, now):
         reasons[(item.table, item.version)].append(f"{item.reason.value} {item.run_id} ({item.rule})")
-    gone = []
+    erased = purged_by_erasure(records)
+    gone, purged = [], []
     for (name, version), why in sorted(reasons.items()):
+        if (name, version) in erased:
+            note = f"history purged by erasure certificate {erased[(name, version)]}"
+            purged.append(GoneVersion(name, version, tuple(why), note))
+            continue
         if name not in registry.config.tables:
             gone.append(GoneVersion(name, version, tuple(why), f"{name} is no longer configured"))
             continue
@@ -381,5 +388,18 @@ def check_history(
             continue
         note = table.removal_note(version) if table.exists() else f"{name} does not exist any more"
         gone.append(GoneVersion(name, version, tuple(why), note))
-    log.info("history check: %d protected versions, %d gone", len(reasons), len(gone))
-    return HistoryCheck(len(reasons), tuple(gone))
+    log.info("history check: %d protected versions, %d gone, %d purged", len(reasons), len(gone), len(purged))
+    return HistoryCheck(len(reasons), tuple(gone), tuple(purged))
+
+
+def purged_by_erasure(records: Sequence[LedgerRecord]) -> dict[tuple[str, int], str]:
+    """(table, version) -> the erasure certificate that purged it, from the ledger."""
+    purged: dict[tuple[str, int], str] = {}
+    for record in records:
+        if record.kind != "erasure_certificate":
+            continue
+        entry = record.entry()
+        if isinstance(entry, ErasureCertificate):
+            for table, erased in entry.tables.items():
+                purged.update({(table, v): entry.certificate_id for v in erased.versions_purged})
+    return purged

@@ -1,0 +1,422 @@
+"""W6: erase one data subject from every table, every retained version and every work file,
+then prove it with a scan that shares no code with the erasure.
+
+The steps (``lakehouse erase``):
+
+1. **Find** every identifier of the subject in the retained history
+   (:func:`~workloads.compliance.subject.find_subject`).
+2. **Locate** (:func:`locate`): in every table :data:`~workloads.compliance.subject.RULES`
+   covers, every retained version and open candidate, the rows and data files that hold the
+   subject; every tag on such a version; every file under the work dir (replay review files)
+   that names an identifier. A dry run stops here and writes nothing.
+3. **Erase** the rows from each open candidate and the current version (one MERGE each,
+   copy-on-write: the files holding the rows are rewritten without them).
+4. **Purge** the history: the old files are made physically gone, with exactly the versions
+   that reference them (:meth:`lakehouse.tables.Table.purge`). Versions that never held the
+   subject stay readable.
+5. **Redact** the work files: each identifier becomes ``erased:<certificate id>``.
+6. **Verify** independently (:mod:`workloads.compliance.scan`): every file under the work
+   dir and the warehouse, Parquet by its rows and footers, everything else by its bytes,
+   searched for the salted digest of every identifier. A single hit fails the erasure
+   (exit 4) and no certificate is written.
+7. **Certify**: an ``erasure_certificate`` ledger entry with digests only (see
+   :class:`ledger.ErasureCertificate`).
+
+The ledger itself is never rewritten (it is hash-chained): it must simply never hold an
+identifier of a subject, and the verification scans its files like any other.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from lakehouse.errors import DataQualityError, UsageError
+from lakehouse.tables import TableRegistry
+from lakehouse.tables.base import file_path
+from ledger import ErasedIn, ErasureCertificate, ErasureVerification, Ledger, RunStarted
+from workloads.compliance.scan import files_scanned, identifier_digest, scan
+from workloads.compliance.subject import RULES, Subject, email_key, find_subject, key_row, tables_with_rules
+from workloads.runs import new_run_id, recorded_run
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+TEXT_SUFFIXES: Final = frozenset({".json", ".jsonl", ".csv", ".txt", ".md", ".yaml", ".yml"})
+"""Work files the erasure redacts (review files, extracts); data files belong to tables."""
+
+
+class ErasureIncomplete(DataQualityError):
+    """The independent scan still found the subject: nothing reports the erasure as complete."""
+
+
+@dataclass(frozen=True)
+class TablePlace:
+    """Where one table holds the subject: per retained version, per candidate, per tag."""
+
+    table: str
+    current: int | None
+    current_rows: int = 0
+    """Rows of the subject the current version serves."""
+    versions: Mapping[int, int] = field(default_factory=dict)
+    """Retained version -> rows of the subject in it."""
+    files: Mapping[str, int] = field(default_factory=dict)
+    """Data file -> rows of the subject in it (any version or candidate)."""
+    candidates: Mapping[str, int] = field(default_factory=dict)
+    """Open candidate -> rows of the subject in it."""
+    tags: tuple[str, ...] = ()
+    """Tags on versions that hold the subject (they must go for the versions to go)."""
+
+    @property
+    def holds(self) -> bool:
+        return bool(self.versions or self.candidates)
+
+
+@dataclass(frozen=True)
+class Places:
+    """Everything that holds the subject; what a dry run lists and an erasure clears."""
+
+    identifiers: Mapping[str, int]
+    """How many identifiers of each kind the subject has (never the values: this is printed)."""
+    tables: tuple[TablePlace, ...]
+    work_files: Mapping[str, int]
+    """Work file -> number of identifier occurrences in it."""
+
+    @property
+    def empty(self) -> bool:
+        return not self.work_files and not any(t.holds for t in self.tables)
+
+
+@dataclass(frozen=True)
+class ErasureRequest:
+    """What the requester states; checked before Spark starts."""
+
+    request_id: str
+    reason: str
+    email: str | None = None
+    entity: str | None = None
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.dry_run and not self.request_id.strip():
+            raise UsageError("--request is missing: name the erasure request (its id in your ticket system)")
+        if not self.dry_run and not self.reason.strip():
+            raise UsageError("--reason is missing: say why the subject is erased (the legal basis)")
+        if self.email is not None:
+            email_key(self.email)  # not an address: exit 2 before Spark
+        if (self.email is None) == (self.entity is None):
+            raise UsageError("name the subject with exactly one of --subject-email and --entity")
+        if self.entity is not None and not self.entity.strip():
+            raise UsageError("--entity is empty")
+
+
+@dataclass(frozen=True)
+class ErasureResult:
+    """What ``lakehouse erase`` reports: the places found, and the certificate once written."""
+
+    places: Places
+    dry_run: bool
+    certificate: ErasureCertificate | None = None
+
+
+@dataclass(frozen=True)
+class Roots:
+    """Where this lakehouse keeps files: what the erasure redacts and the verification scans."""
+
+    tables: tuple[Path, ...]
+    """Every table's folders (data, logs, metadata, candidates)."""
+    work: tuple[Path, ...]
+    """Its files in the work dir: the review folders of its runs, and every other entry of the
+    work dir that is neither table storage, another run's review, nor the deliveries."""
+    skip: tuple[Path, ...]
+    """Inside the roots but not this lakehouse's: the deliveries (the partners' files)."""
+
+    @property
+    def all(self) -> tuple[Path, ...]:
+        return self.tables + self.work
+
+
+def lakehouse_roots(registry: TableRegistry, ledger: Ledger, deliveries: Path) -> Roots:
+    """Where this lakehouse (this instance, in a shared catalog and warehouse) keeps files.
+
+    Other instances' tables and reviews sharing the work dir are other lakehouses: an erasure
+    there is theirs to run, so they are neither touched nor scanned here.
+    """
+    from workloads.replay.review import review_dir
+
+    workdir = registry.config.workdir_path
+    tables = tuple(dict.fromkeys(Path(file_path(loc)) for t in registry for loc in t.storage_locations()))
+    runs = {r.run_id for r in ledger.reader.records() if r.run_id}
+    reviews = tuple(p for p in (review_dir(registry, run) for run in sorted(runs)) if p.exists())
+    shared = {workdir / "warehouse", workdir / "replays", workdir / "spark-warehouse", deliveries.resolve()}
+    loose = (
+        tuple(e for e in sorted(workdir.iterdir()) if e.resolve() not in shared) if workdir.is_dir() else ()
+    )
+    return Roots(tables=tables, work=reviews + loose, skip=(deliveries.resolve(),))
+
+
+def locate(
+    registry: TableRegistry, subject: Subject, roots: Roots, progress: Progress | None = None
+) -> Places:
+    """Every place that holds the subject (step 2 of the module): reads only, writes nothing."""
+    places = []
+    keys = key_row(registry.spark, subject).localCheckpoint() if not subject.empty else None
+    for name in tables_with_rules(registry):
+        table = registry.get(name)
+        if keys is None or not table.exists() or table.current_version() is None:
+            places.append(TablePlace(table=name, current=table.current_version() if table.exists() else None))
+            continue
+        if progress:
+            progress(f"searching {name}")
+        versions: dict[int, int] = {}
+        files: dict[str, int] = {}
+        for version in table.retained_versions():
+            found = table.files_matching(keys, RULES[name], version=version)
+            if found:
+                versions[version] = sum(found.values())
+                files.update(found)
+        candidates: dict[str, int] = {}
+        for candidate_name in table.list_candidates():
+            found = table.files_matching(
+                keys, RULES[name], candidate=table.open_candidate(candidate_name, None)
+            )
+            if found:
+                candidates[candidate_name] = sum(found.values())
+                files.update(found)
+        tags = tuple(sorted(t.name for t in table.tags() if t.version in versions))
+        current = table.current_version()
+        current_rows = versions.get(current, 0) if current is not None else 0
+        places.append(
+            TablePlace(name, current, current_rows, dict(sorted(versions.items())), files, candidates, tags)
+        )
+    work = _work_files(roots, subject)
+    return Places(identifiers=subject.counts(), tables=tuple(places), work_files=work)
+
+
+def _work_files(roots: Roots, subject: Subject) -> dict[str, int]:
+    """Text files of this lakehouse outside table storage (review files) naming the subject."""
+    if subject.empty:
+        return {}
+    pattern = _identifier_pattern(subject)
+    found: dict[str, int] = {}
+    for root in roots.work:
+        for path in sorted(root.rglob("*")) if root.is_dir() else [root]:
+            if path.suffix not in TEXT_SUFFIXES or not path.is_file():
+                continue
+            if any(s == path or s in path.parents for s in roots.skip):
+                continue
+            hits = len(pattern.findall(path.read_text(encoding="utf-8", errors="replace")))
+            if hits:
+                found[str(path)] = hits
+    return found
+
+
+def _identifier_pattern(subject: Subject) -> re.Pattern[str]:
+    """Any identifier as a whole token (not inside a longer address or id)."""
+    edge = r"a-z0-9._%+@\-"
+    alternatives = "|".join(re.escape(i) for i in sorted(subject.identifiers, key=len, reverse=True))
+    return re.compile(rf"(?<![{edge}])(?:{alternatives})(?![{edge}])", re.IGNORECASE)
+
+
+def erase(
+    registry: TableRegistry,
+    ledger: Ledger,
+    request: ErasureRequest,
+    *,
+    deliveries: Path,
+    progress: Progress | None = None,
+) -> ErasureResult:
+    """Run ``lakehouse erase`` (the module's steps); a dry run stops after locating."""
+    subject = find_subject(registry, email=request.email, entity=request.entity)
+    places = locate(registry, subject, lakehouse_roots(registry, ledger, deliveries), progress)
+    if request.dry_run:
+        return ErasureResult(places=places, dry_run=True)
+    now = ledger.writer.clock.now()
+    run_id = new_run_id("erase", now, request.request_id)
+    certificate_id = f"erasure-{run_id.split('-', 1)[1]}"
+    salt, earlier = unfinished_attempt(ledger, request.request_id)
+    digests = tuple(sorted(set(_digests(salt, subject)) | set(earlier)))
+    subject_key = request.email.strip().lower() if request.email else str(request.entity)
+    with recorded_run(
+        ledger,
+        run_id=run_id,
+        command="erase",
+        purpose=f"compliance erasure, request {request.request_id}",
+        inputs={},
+        parameters={
+            "request_id": request.request_id,
+            "subject_digest": identifier_digest(salt, subject_key),
+            "salt": salt,
+            "identifier_digests": list(digests),
+        },
+    ) as run:
+        keys = key_row(registry.spark, subject).localCheckpoint()
+        reason = f"erasure certificate {certificate_id}: {request.reason}"
+        tables = {
+            place.table: _erase_table(registry, place, keys, run_id, reason, progress)
+            for place in places.tables
+            if place.holds
+        }
+        work_files = _redact(places.work_files, subject, certificate_id)
+        roots = lakehouse_roots(registry, ledger, deliveries)
+        verification = verify_digests(roots, salt, digests, progress)
+        if not verification.passed:
+            raise ErasureIncomplete(
+                f"erasure {certificate_id} is NOT complete: the subject is still in "
+                f"{len(verification.hits)} place(s), e.g. {verification.hits[0]}; no certificate written"
+            )
+        run.counts.update({f"{name}.rows": erased.rows for name, erased in tables.items()})
+        run.outputs.update({n: e.version for n, e in tables.items() if e.version is not None and e.rows})
+    certificate = ErasureCertificate(
+        run_id=run_id,
+        certificate_id=certificate_id,
+        request_id=request.request_id,
+        reason=request.reason,
+        subject_digest=identifier_digest(salt, subject_key),
+        salt=salt,
+        identifier_digests=digests,
+        identifiers=subject.counts(),
+        tables=tables,
+        work_files=work_files,
+        kept=kept_places(deliveries),
+        verification=verification,
+        completed_at=ledger.writer.clock.now(),
+    )
+    ledger.writer.append(certificate)
+    log.info(
+        "erasure %s certified: %d table(s), %d work file(s)", certificate_id, len(tables), len(work_files)
+    )
+    return ErasureResult(places=places, dry_run=False, certificate=certificate)
+
+
+def unfinished_attempt(ledger: Ledger, request_id: str) -> tuple[str, tuple[str, ...]]:
+    """The salt and identifier digests of an earlier run of this request that wrote no
+    certificate (it failed, or crashed), or a new salt.
+
+    A rerun after a crash no longer finds what the first run already erased (the subject's
+    orders and entity ids are gone from Silver), so it verifies against the first run's
+    identifiers too: an erasure completes as one, whatever step it stopped at.
+    """
+    certified = {e.run_id for e in ledger.reader.entries(kind="erasure_certificate")}
+    for entry in reversed(ledger.reader.entries(kind="run_started")):
+        if not isinstance(entry, RunStarted) or entry.command != "erase":
+            continue
+        parameters = entry.parameters
+        if parameters.get("request_id") != request_id or not isinstance(parameters.get("salt"), str):
+            continue
+        if entry.run_id in certified:
+            break  # the request's latest run completed: this is a new erasure
+        found = parameters.get("identifier_digests")
+        digests = tuple(str(d) for d in found) if isinstance(found, list) else ()
+        return str(parameters["salt"]), digests
+    return secrets.token_hex(16), ()
+
+
+def kept_places(deliveries: Path) -> dict[str, str]:
+    """What an erasure leaves alone on purpose, and why (recorded in every certificate)."""
+    return {
+        str(deliveries): (
+            "the partners' delivery files (the landing zone): source systems the lakehouse reads "
+            "and does not own; not scanned"
+        ),
+        "ops.ledger": (
+            "hash-chained and never rewritten; it holds no identifier of any subject "
+            "(digests and counts only), which the scan checks"
+        ),
+        "shared assets": (
+            "device ids, card fingerprints and IP addresses in other subjects' rows stay: they are "
+            "those subjects' data too; the subject's own rows are gone with them"
+        ),
+    }
+
+
+def _erase_table(
+    registry: TableRegistry,
+    place: TablePlace,
+    keys: object,
+    run_id: str,
+    reason: str,
+    progress: Progress | None,
+) -> ErasedIn:
+    from pyspark.sql import DataFrame
+
+    assert isinstance(keys, DataFrame)
+    table = registry.get(place.table)
+    if progress:
+        progress(f"erasing from {place.table}")
+    rule = RULES[place.table]
+    for name in place.candidates:
+        table.erase_matching(
+            keys, rule, run_id=run_id, reason=reason, candidate=table.open_candidate(name, None)
+        )
+    if place.current_rows:
+        table.erase_matching(keys, rule, run_id=run_id, reason=reason)
+    doomed = sorted(place.versions)  # the version current before the erasure included
+    actions = table.purge(doomed, sorted(place.files), note=reason)
+    return ErasedIn(
+        rows=place.current_rows + sum(place.candidates.values()),
+        version=table.current_version(),
+        versions_purged=tuple(doomed),
+        files=tuple(sorted(place.files)),
+        actions=tuple(actions),
+    )
+
+
+def _redact(work_files: Mapping[str, int], subject: Subject, certificate_id: str) -> tuple[str, ...]:
+    pattern = _identifier_pattern(subject)
+    for name in work_files:
+        path = Path(name)
+        path.write_text(
+            pattern.sub(f"erased:{certificate_id}", path.read_text(encoding="utf-8")), encoding="utf-8"
+        )
+        # a Hadoop checksum sidecar (Spark-written review parts) would no longer match
+        path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
+    return tuple(sorted(work_files))
+
+
+def _digests(salt: str, subject: Subject) -> tuple[str, ...]:
+    return tuple(sorted(identifier_digest(salt, i) for i in subject.identifiers))
+
+
+def verify_digests(
+    roots: Roots, salt: str, digests: Sequence[str], progress: Progress | None = None
+) -> ErasureVerification:
+    """The independent scan (:mod:`workloads.compliance.scan`) over every root of the lakehouse."""
+    if progress:
+        progress(f"verifying: scanning every file of {len(roots.all)} table and work folders")
+    hits = scan(roots.all, salt, digests, skip=roots.skip)
+    return ErasureVerification(
+        roots=tuple(str(r) for r in roots.all),
+        files_scanned=files_scanned(roots.all, skip=roots.skip),
+        hits=tuple(f"{hit.path}: {hit.where}" for hit in hits),
+    )
+
+
+def find_certificate(ledger: Ledger, certificate_id: str) -> ErasureCertificate:
+    """The certificate named ``certificate_id`` (exit 2 naming the known ones if absent)."""
+    found = [
+        e for e in ledger.reader.entries(kind="erasure_certificate") if isinstance(e, ErasureCertificate)
+    ]
+    for certificate in found:
+        if certificate.certificate_id == certificate_id:
+            return certificate
+    known = ", ".join(c.certificate_id for c in found[-5:]) or "none yet"
+    raise UsageError(f"no erasure certificate {certificate_id!r} in the ledger (latest: {known})")
+
+
+def reverify(
+    registry: TableRegistry,
+    ledger: Ledger,
+    certificate: ErasureCertificate,
+    deliveries: Path,
+    progress: Progress | None = None,
+) -> ErasureVerification:
+    """``lakehouse erase --verify CERT``: the same independent scan, from the certificate alone."""
+    roots = lakehouse_roots(registry, ledger, deliveries)
+    return verify_digests(roots, certificate.salt, certificate.identifier_digests, progress)

@@ -1,0 +1,181 @@
+"""Who a data subject is in the lakehouse, and which rows of each table are theirs.
+
+A request names a subject by an email address or by an entity id. :func:`find_subject`
+turns it into every identifier that belongs to the subject in the whole retained history:
+
+* **email keys**: the address as every resolver keys it (``strip().lower()``); from an
+  entity id, every address that entity held in any retained Silver version;
+* **order ids**: the subject's orders (events without an email, such as settlements and
+  outcomes, belong to the subject of their order);
+* **entity ids under every engine version**: the ids in every retained Silver version and
+  the id each known resolver version gives the subject's addresses today. An address maps
+  to different entities under ER v1 and v2, and Gold keeps superseded correlation rows of
+  old versions after their Silver snapshots are gone, so the current version is not enough.
+
+:data:`RULES` says, per table, which rows are the subject's, as a SQL condition over a
+table row ``t`` and the one key row ``s`` (:func:`key_row`: arrays of the identifiers).
+Raw text (Bronze lines, quarantined lines, held records, notification payloads) is matched
+token by token, so ``alice@x.com`` never matches ``malice@x.com``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from lakehouse.errors import UsageError
+from lakehouse.tables import TableRegistry
+from workloads.vocabulary import BRONZE_TABLES, TableName
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+TOKEN_PATTERN: Final = r"[^a-z0-9._%+@\-]+"
+"""What separates identifiers in raw text (the same cut the independent scan makes)."""
+
+
+def _tokens_of(text: str) -> str:
+    """SQL: the lower-cased tokens of a text column of ``t``."""
+    return f"split(lower(t.`{text}`), '{TOKEN_PATTERN}')"
+
+
+_OWN_EVENT: Final = (
+    "array_contains(s.emails, lower(trim(t.customer_email))) "
+    "OR array_contains(s.orders, t.order_id) "
+    "OR (t.domain = 'orders' AND array_contains(s.orders, t.event_id))"
+)
+_OWN_ENTITY: Final = "array_contains(s.entities, t.entity_id)"
+_EITHER_SIDE: Final = "array_contains(s.entities, t.entity_a) OR array_contains(s.entities, t.entity_b)"
+
+RULES: Final[Mapping[str, str]] = {
+    **{table: f"arrays_overlap({_tokens_of('_raw')}, s.tokens)" for table in BRONZE_TABLES},
+    TableName.SILVER_EVENTS: _OWN_EVENT,
+    TableName.ENTITY_DAILY: _OWN_ENTITY,
+    TableName.BASELINES: _OWN_ENTITY,
+    TableName.CORRELATIONS: _EITHER_SIDE,
+    TableName.CORRELATIONS_BY_ENTITY: f"{_OWN_ENTITY} OR {_EITHER_SIDE}",
+    TableName.QUARANTINE: f"arrays_overlap({_tokens_of('_raw')}, s.tokens)",
+    TableName.EXCEPTIONS: f"arrays_overlap({_tokens_of('record')}, s.tokens)",
+    TableName.OUTBOX: f"arrays_overlap({_tokens_of('payload')}, s.tokens)",
+}
+"""Which rows of a table are the subject's: a condition over ``t`` (the row) and ``s`` (the key
+row). Tables not listed hold nothing about a subject (manifests, acknowledgements) or must
+never hold it (the ledger: the erasure checks it like every other file)."""
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Every identifier of one data subject found in the retained history (never logged)."""
+
+    emails: tuple[str, ...]
+    orders: tuple[str, ...]
+    entities: tuple[str, ...]
+
+    @property
+    def identifiers(self) -> tuple[str, ...]:
+        """Everything that must be found nowhere after the erasure."""
+        return tuple(sorted({*self.emails, *self.orders, *self.entities}))
+
+    def counts(self) -> dict[str, int]:
+        """How many identifiers of each kind (what the ledger may record: no values)."""
+        return {"emails": len(self.emails), "orders": len(self.orders), "entities": len(self.entities)}
+
+    @property
+    def empty(self) -> bool:
+        return not self.identifiers
+
+
+def email_key(address: str) -> str:
+    """The key every resolver version uses for an address (``strip().lower()``)."""
+    key = address.strip().lower()
+    if not key or "@" not in key:
+        raise UsageError(f"--subject-email {address!r} is not an email address")
+    return key
+
+
+def key_row(spark: SparkSession, subject: Subject) -> DataFrame:
+    """The one row :data:`RULES` join with: the identifiers as arrays, bound as data."""
+    schema = "emails array<string>, orders array<string>, entities array<string>, tokens array<string>"
+    row = (list(subject.emails), list(subject.orders), list(subject.entities), list(subject.identifiers))
+    return spark.createDataFrame([row], schema)
+
+
+def find_subject(registry: TableRegistry, *, email: str | None = None, entity: str | None = None) -> Subject:
+    """Every identifier of the subject named by an address or an entity id (see the module)."""
+    from pyspark.sql import functions as F
+
+    if (email is None) == (entity is None):
+        raise UsageError("name the subject with exactly one of --subject-email and --entity")
+    silver = _every_silver_version(registry)
+    if silver is None:
+        keys = {email_key(email)} if email else set()
+        return Subject(tuple(sorted(keys)), (), tuple(sorted({entity} if entity else set())))
+    key = F.lower(F.trim(F.col("customer_email")))
+    emails = (
+        {email_key(email)} if email else set(_values(silver.where(F.col("entity_id") == F.lit(entity)), key))
+    )
+    orders = set(
+        _values(silver.where((F.col("domain") == "orders") & key.isin(sorted(emails))), F.col("event_id"))
+    )
+    own = (
+        key.isin(sorted(emails))
+        | F.col("order_id").isin(sorted(orders))
+        | F.col("event_id").isin(sorted(orders))
+    )
+    entities = set(_values(silver.where(own), F.col("entity_id")))
+    entities |= _entities_under_every_resolver(silver, emails)
+    if entity:
+        entities.add(entity)
+    subject = Subject(tuple(sorted(emails)), tuple(sorted(orders)), tuple(sorted(entities)))
+    log.info("subject found: %s", subject.counts())
+    return subject
+
+
+def _every_silver_version(registry: TableRegistry) -> DataFrame | None:
+    """Silver's rows in every retained version and open candidate (the columns that identify)."""
+    table = registry.get(TableName.SILVER_EVENTS)
+    if not table.exists() or table.current_version() is None:
+        return None
+    columns = ["domain", "event_id", "customer_email", "card_fingerprint", "order_id", "entity_id"]
+    frames = [table.read(v).select(*columns) for v in table.retained_versions()]
+    frames += [
+        table.read_candidate(table.open_candidate(n, None)).select(*columns) for n in table.list_candidates()
+    ]
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    return union.distinct().localCheckpoint()
+
+
+def _entities_under_every_resolver(silver: DataFrame, emails: set[str]) -> set[str]:
+    """The id each known resolver version gives the subject's addresses, over today's identities."""
+    from pyspark.sql import functions as F
+
+    from workloads.engines.entity_resolution import known_versions, resolver_for
+    from workloads.replay.scope import identities, identity_rows
+
+    if not emails:
+        return set()
+    rows = identity_rows(identities(silver.drop("entity_id").distinct())).localCheckpoint()
+    found: set[str] = set()
+    for version in known_versions():
+        resolved = resolver_for(version)(rows)
+        found |= set(
+            _values(
+                resolved.where(F.lower(F.trim("customer_email")).isin(sorted(emails))), F.col("entity_id")
+            )
+        )
+    return found
+
+
+def _values(df: DataFrame, column: Column) -> list[str]:
+    return [str(r[0]) for r in df.select(column.alias("v")).where("v IS NOT NULL").distinct().collect()]
+
+
+def tables_with_rules(registry: TableRegistry) -> Sequence[str]:
+    """The configured tables :data:`RULES` covers, in configuration order."""
+    return [name for name in registry.names() if name in RULES]
