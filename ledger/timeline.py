@@ -34,7 +34,7 @@ from typing import Any
 
 from ledger import LedgerRecord
 from ledger.clock import utc
-from ledger.entries import Publication, Rollback, RunFinished, RunStarted
+from ledger.entries import ErasureCertificate, Publication, Rollback, RunFinished, RunStarted
 
 BUILD, PUBLICATION, ROLLBACK = "build", "publication", "rollback"
 
@@ -156,3 +156,16 @@ def timeline(records: Iterable[LedgerRecord], table: str) -> Timeline:
     for run_id, moment in visible.items():
         runs.setdefault(run_id, RunFacts(run_id=run_id, published_at=moment))
     return Timeline(table=table, epochs=tuple(epochs), runs=runs, rollbacks=tuple(rollbacks))
+
+
+def purged_by_erasure(records: Iterable[LedgerRecord]) -> dict[tuple[str, int], str]:
+    """(table, version) -> the erasure certificate that purged it, from the ledger."""
+    purged: dict[tuple[str, int], str] = {}
+    for record in records:
+        if record.kind != "erasure_certificate":
+            continue
+        entry = record.entry()
+        if isinstance(entry, ErasureCertificate):
+            for table, erased in entry.tables.items():
+                purged.update({(table, v): entry.certificate_id for v in erased.versions_purged})
+    return purged

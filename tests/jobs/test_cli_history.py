@@ -220,12 +220,17 @@ def history(
     run("erase-no-request", "erase", "--subject-email", email, "--reason", "art. 17")
     run("erase-not-an-address", "erase", "--subject-email", "nobody", "--dry-run")
     run("erase-dry-run", "erase", "--subject-email", f" {email.upper()} ", "--dry-run")
+    served_before_erasure = datetime.now(UTC).isoformat()  # the rollback's version, which held the subject
     erased = run("erase", "erase", "--subject-email", email, "--request", "REQ-1", "--reason", "GDPR art. 17")
     certificate = erased.data["certificate"]["certificate_id"] if erased.code == 0 else "erasure-missing"
     run("erase-verify", "erase", "--verify", certificate)
     run("erase-verify-unknown", "erase", "--verify", "erasure-nope")
     unknown = ("--subject-email", "nobody@nowhere.example", "--request", "REQ-2", "--reason", "art. 17")
     run("erase-unknown-subject", "erase", *unknown)
+    run("asof-before-erase", "asof", "gold.correlations", "--at", served_before_erasure)
+    # no resurrection: the original deliveries again (a manifest already ingested), a rebuild
+    run("ingest-after-erase", "ingest", "--feed", "orders", "--source", str(deliveries))
+    run("build-silver-after-erase", "build", "silver", "--engine", "entity_resolution@1")
     run("ledger-verify-after-erase", "ledger", "verify", "--history")
     run("asof-after-erase", "asof", "gold.correlations", "--at", datetime.now(UTC).isoformat())
     subject_after = subject_identifiers(spark_session, config, email=email)
@@ -446,6 +451,11 @@ def test_a_subject_is_located_erased_and_verified_through_the_cli(history: Histo
 
 
 def test_after_the_erasure_no_table_ledger_or_work_file_names_the_subject(history: History) -> None:
+    """Also after the original deliveries were ingested again and Silver was rebuilt."""
+    assert codes(history, "ingest-after-erase", "build-silver-after-erase") == {
+        "ingest-after-erase": 0,
+        "build-silver-after-erase": 0,
+    }
     after = history.subject_after
     assert after["silver_rows"] == ["0"]
     assert after["gold_rows"] == ["0"]
@@ -461,6 +471,15 @@ def test_the_ledger_verifies_after_the_erasure_and_its_certificate_holds_digests
 ) -> None:
     verified = history["ledger-verify-after-erase"]
     assert verified.code == 0, verified.stderr
+    purged = verified.data["history"]["purged"]
+    certificate = history["erase"].data["certificate"]["certificate_id"]
+    assert purged, "the versions the erasure purged are listed, not reported gone"
+    assert all(certificate in p["note"] for p in purged)
+    before = history["asof-before-erase"]
+    assert before.code == 0
+    assert before.data["routes"]["a"]["available"] is True, "route (a) still answers for that time"
+    assert before.data["routes"]["b"]["available"] is False
+    assert f"history purged by erasure certificate {certificate}" in before.data["routes"]["b"]["note"]
     assert history["asof-after-erase"].code == 0
     body = json.dumps(history["erase"].data["certificate"])
     assert not any(i in body for i in {*history.subject["emails"], *history.subject["entities"]})

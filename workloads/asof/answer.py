@@ -29,7 +29,7 @@ from lakehouse.errors import UsageError, VersionGoneError
 from lakehouse.expressions import Expr, parse_where
 from ledger import LedgerRecord
 from ledger.clock import utc
-from ledger.timeline import RunFacts, Timeline, timeline
+from ledger.timeline import RunFacts, Timeline, purged_by_erasure, timeline
 from workloads.asof.readers import Reader, Scope
 from workloads.gold.entity_index import INDEX, SOURCE, IndexVersion, bucket_of, index_versions, mirror_of
 from workloads.vocabulary import CURRENT_STATUSES, TableName
@@ -272,14 +272,25 @@ def route_b(
     at: datetime,
     bitemporal: bool,
     index: EntityIndex | None = None,
+    purged: Mapping[tuple[str, int], str] | None = None,
 ) -> RouteRead:
-    """The published version at T, through the format's time travel."""
+    """The published version at T, through the format's time travel (``purged``: the
+    versions erasure certificates purged, from the ledger, named when one is asked for)."""
     epoch = known.serving_at(at)
     if epoch is None:
         return _read("b", True, (), None, "no version of the table was published yet")
     try:
         rows, via = _published_rows(reader, table, scope, epoch.version, index)
     except VersionGoneError as exc:
+        certificate = (purged or {}).get((table, epoch.version))
+        if certificate is not None:
+            return _read(
+                "b",
+                False,
+                version=epoch.version,
+                note=f"history purged by erasure certificate {certificate}: version {epoch.version} "
+                f"({epoch.kind} of run {epoch.run_id}) held an erased subject",
+            )
         return _read(
             "b",
             False,
@@ -319,7 +330,7 @@ def asof(
     records = reader.ledger_records()
     known = timeline(records, table)
     index = EntityIndex.of(table, records, entity) if use_index else None
-    b = route_b(reader, table, scope, known, moment, bitemporal, index)
+    b = route_b(reader, table, scope, known, moment, bitemporal, index, purged_by_erasure(records))
     notes: list[str] = []
     if bitemporal:
         a = route_a(reader, table, scope, known, moment, index)

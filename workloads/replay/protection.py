@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Final
 from lakehouse.errors import ReplayError
 from ledger import LedgerRecord
 from ledger.clock import Clock
-from ledger.entries import ErasureCertificate, LedgerEntryBase, RunStarted
+from ledger.entries import LedgerEntryBase, RunStarted
 from ledger.reader import LedgerReader
-from ledger.timeline import PUBLICATION, timeline
+from ledger.timeline import PUBLICATION, purged_by_erasure, timeline
 from workloads.policies import ProtectionPolicy, load_protection_policy
 from workloads.replay.state import REPLAY_COMMAND, RESTARTABLE, RunState, run_state
 from workloads.vocabulary import ProtectionReason
@@ -390,16 +390,3 @@ def check_history(
         gone.append(GoneVersion(name, version, tuple(why), note))
     log.info("history check: %d protected versions, %d gone, %d purged", len(reasons), len(gone), len(purged))
     return HistoryCheck(len(reasons), tuple(gone), tuple(purged))
-
-
-def purged_by_erasure(records: Sequence[LedgerRecord]) -> dict[tuple[str, int], str]:
-    """(table, version) -> the erasure certificate that purged it, from the ledger."""
-    purged: dict[tuple[str, int], str] = {}
-    for record in records:
-        if record.kind != "erasure_certificate":
-            continue
-        entry = record.entry()
-        if isinstance(entry, ErasureCertificate):
-            for table, erased in entry.tables.items():
-                purged.update({(table, v): entry.certificate_id for v in erased.versions_purged})
-    return purged
