@@ -40,7 +40,7 @@ from lakehouse.errors import DataQualityError, UsageError
 from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import file_path
 from ledger import ErasedIn, ErasureCertificate, ErasureVerification, Ledger, RunStarted
-from workloads.compliance.scan import files_scanned, identifier_digest, scan
+from workloads.compliance.scan import identifier_digest, scan
 from workloads.compliance.subject import RULES, Subject, email_key, find_subject, key_row, tables_with_rules
 from workloads.runs import new_run_id, recorded_run
 
@@ -390,11 +390,11 @@ def verify_digests(
     """The independent scan (:mod:`workloads.compliance.scan`) over every root of the lakehouse."""
     if progress:
         progress(f"verifying: scanning every file of {len(roots.all)} table and work folders")
-    hits = scan(roots.all, salt, digests, skip=roots.skip)
+    found = scan(roots.all, salt, digests, skip=roots.skip)
     return ErasureVerification(
         roots=tuple(str(r) for r in roots.all),
-        files_scanned=files_scanned(roots.all, skip=roots.skip),
-        hits=tuple(f"{hit.path}: {hit.where}" for hit in hits),
+        files_scanned=found.files,
+        hits=tuple(f"{hit.path}: {hit.where}" for hit in found.hits),
     )
 
 

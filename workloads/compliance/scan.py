@@ -50,20 +50,27 @@ class Hit:
     count: int
 
 
-def scan(roots: Sequence[Path], salt: str, digests: Iterable[str], *, skip: Sequence[Path] = ()) -> list[Hit]:
+@dataclass(frozen=True)
+class ScanResult:
+    """What one walk found: where the subject remains, and how many files were read."""
+
+    hits: tuple[Hit, ...]
+    files: int
+
+
+def scan(
+    roots: Sequence[Path], salt: str, digests: Iterable[str], *, skip: Sequence[Path] = ()
+) -> ScanResult:
     """Every file under ``roots`` (except under ``skip``) that holds a token whose salted digest
-    is one of ``digests``."""
+    is one of ``digests``, in one walk that also counts the files read."""
     wanted = frozenset(digests)
     skipped = tuple(p.resolve() for p in skip)
     hits: list[Hit] = []
+    files = 0
     for path in _files(roots, skipped):
+        files += 1
         hits.extend(_scan_file(path, salt, wanted))
-    return sorted(hits, key=lambda hit: (hit.path, hit.where))
-
-
-def files_scanned(roots: Sequence[Path], *, skip: Sequence[Path] = ()) -> int:
-    """How many files :func:`scan` reads under ``roots`` (for the certificate's record)."""
-    return sum(1 for _ in _files(roots, tuple(p.resolve() for p in skip)))
+    return ScanResult(tuple(sorted(hits, key=lambda hit: (hit.path, hit.where))), files)
 
 
 def _files(roots: Sequence[Path], skipped: tuple[Path, ...]) -> Iterator[Path]:
@@ -101,14 +108,15 @@ def _is_parquet(path: Path) -> bool:
 def _scan_parquet(path: Path, salt: str, wanted: frozenset[str]) -> list[Hit]:
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    parquet = pq.ParquetFile(path)
+    table = parquet.read()
     hits: Counter[str] = Counter()
     for name, column in zip(table.column_names, table.columns, strict=True):
         for value in _texts(_distinct(column)):
             if _matches(value, salt, wanted):
                 hits[name] += 1
     # the footer's statistics (min/max per row group) are metadata too
-    stats = _matches(str(pq.ParquetFile(path).metadata.to_dict()), salt, wanted)
+    stats = _matches(str(parquet.metadata.to_dict()), salt, wanted)
     if stats:
         hits["footer statistics"] += stats
     return [Hit(str(path), where, count) for where, count in sorted(hits.items())]

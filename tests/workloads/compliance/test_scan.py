@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workloads.compliance.scan import files_scanned, identifier_digest, scan, tokens
+from workloads.compliance.scan import identifier_digest, scan, tokens
 
 SALT = "a1b2"
 SUBJECT = "alice@example.org"
@@ -40,7 +40,8 @@ def test_the_scan_finds_the_subject_in_rows_footers_and_bytes_and_nowhere_else(t
     deliveries.mkdir()
     (deliveries / "orders.jsonl").write_text('{"email":"alice@example.org"}')
 
-    hits = scan([lake], SALT, digests(SUBJECT, "ord-9"), skip=[deliveries])
+    result = scan([lake], SALT, digests(SUBJECT, "ord-9"), skip=[deliveries])
+    hits = result.hits
 
     where = {(Path(h.path).name, h.where) for h in hits}
     assert ("part-0.parquet", "who") in where
@@ -48,5 +49,5 @@ def test_the_scan_finds_the_subject_in_rows_footers_and_bytes_and_nowhere_else(t
     assert ("part-0.parquet", "footer statistics") in where, "min/max statistics are metadata too"
     assert ("00001.json", "bytes") in where
     assert not any(name in ("part-1.parquet", "review.json", "orders.jsonl") for name, _ in where)
-    assert files_scanned([lake], skip=[deliveries]) == 4
-    assert scan([lake], "another-salt", digests(SUBJECT), skip=[deliveries]) == [], "digests are salted"
+    assert result.files == 4
+    assert scan([lake], "another-salt", digests(SUBJECT), skip=[deliveries]).hits == (), "digests are salted"
