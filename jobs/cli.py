@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "protect": "jobs.protect",
     "verify": "jobs.verify",
     "erase": "jobs.erase",
+    "hold": "jobs.hold",
     "exceptions": "jobs.exceptions",
     "engines": "jobs.engines",
     "asof": "jobs.asof",

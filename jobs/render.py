@@ -64,9 +64,14 @@ def render_ingest(report: IngestReport) -> list[Block]:
         {"delivery": m.delivery, "status": m.status, "rows": m.rows, "manifest": m.manifest_id[:16]}
         for m in report.manifests
     ]
+    withheld = [
+        f"withheld {lines} line(s) of an erased subject (certificate {certificate})"
+        for certificate, lines in sorted(report.withheld.items())
+    ]
     return [
         f"{report.feed}: {len(report.ingested)} manifest(s) ingested ({report.rows_written} rows), "
         f"{len(report.already_ingested)} already ingested",
+        *withheld,
         TableView(deliveries, ["delivery", "status", "rows", "manifest"]),
     ]
 

@@ -192,3 +192,10 @@ class InjectedFailure(ReplayError):
 
     code = "injected_failure"
     exit_code = 6
+
+
+class LegalHoldError(LakehouseError):
+    """A legal hold covers what was asked for (a subject's erasure); nothing was changed.
+    Exit 5, like a publication that waits for an acknowledgement: not now, not refused for good."""
+
+    exit_code = 5

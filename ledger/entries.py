@@ -273,7 +273,10 @@ class ErasedIn(StrictModel):
     """What an erasure did in one table: rows deleted, history purged, files gone."""
 
     rows: int = Field(ge=0)
-    """Rows erased from the current version and open candidates."""
+    """Rows erased from the current version and open candidates (deleted, or redacted)."""
+    redacted: tuple[str, ...] = ()
+    """The columns replaced by ``redacted:<certificate>`` when the rows were kept (a Gold
+    correlation stays a fact about its other side); empty: the rows were deleted."""
     version: int | None = None
     """The current version after the erasure (None: nothing to erase there)."""
     versions_purged: tuple[int, ...] = ()
@@ -326,6 +329,21 @@ class ErasureCertificate(_InRun):
         )
 
 
+class LegalHold(LedgerEntryBase):
+    """A legal hold on a data subject was placed or released: while it is placed, the subject
+    may not be erased. Outside any run. Like a certificate, it names the subject only by a
+    salted digest of its key (the address as every resolver keys it, or an entity id)."""
+
+    kind: Literal["legal_hold"] = "legal_hold"
+    hold_id: str = Field(min_length=1)
+    action: Literal["placed", "released"]
+    by: str = Field(min_length=1)
+    reason: str = Field(min_length=1)
+    salt: str
+    subject_digest: str
+    at: AwareDatetime
+
+
 LedgerEntry = Annotated[
     EngineDeclared
     | LedgerSchemaChanged
@@ -339,7 +357,8 @@ LedgerEntry = Annotated[
     | Supersession
     | Notification
     | Rollback
-    | ErasureCertificate,
+    | ErasureCertificate
+    | LegalHold,
     Field(discriminator="kind"),
 ]
 """Any ledger entry, discriminated by ``kind``."""
@@ -358,6 +377,7 @@ ENTRY_TYPES: tuple[type[LedgerEntryBase], ...] = (
     Notification,
     Rollback,
     ErasureCertificate,
+    LegalHold,
 )
 KINDS: tuple[str, ...] = tuple(t.model_fields["kind"].default for t in ENTRY_TYPES)
 """Every entry kind this code knows."""

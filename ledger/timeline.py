@@ -34,7 +34,7 @@ from typing import Any
 
 from ledger import LedgerRecord
 from ledger.clock import utc
-from ledger.entries import ErasureCertificate, Publication, Rollback, RunFinished, RunStarted
+from ledger.entries import ErasureCertificate, LegalHold, Publication, Rollback, RunFinished, RunStarted
 
 BUILD, PUBLICATION, ROLLBACK = "build", "publication", "rollback"
 
@@ -156,6 +156,26 @@ def timeline(records: Iterable[LedgerRecord], table: str) -> Timeline:
     for run_id, moment in visible.items():
         runs.setdefault(run_id, RunFacts(run_id=run_id, published_at=moment))
     return Timeline(table=table, epochs=tuple(epochs), runs=runs, rollbacks=tuple(rollbacks))
+
+
+def legal_holds(records: Iterable[LedgerRecord]) -> dict[str, LegalHold]:
+    """Every legal hold as its last entry says (placed or released), by hold id."""
+    holds: dict[str, LegalHold] = {}
+    for record in records:
+        if record.kind == "legal_hold":
+            entry = record.entry()
+            if isinstance(entry, LegalHold):
+                holds[entry.hold_id] = entry
+    return holds
+
+
+def erasure_certificates(records: Iterable[LedgerRecord]) -> tuple[ErasureCertificate, ...]:
+    """Every erasure certificate in the ledger, in the order recorded."""
+    return tuple(
+        entry
+        for entry in (record.entry() for record in records if record.kind == "erasure_certificate")
+        if isinstance(entry, ErasureCertificate)
+    )
 
 
 def purged_by_erasure(records: Iterable[LedgerRecord]) -> dict[tuple[str, int], str]:

@@ -75,6 +75,8 @@ def run_ingest(
         run.outputs.update(_written(report.outputs))
         run.counts["rows_written"] = report.rows_written
         run.counts["manifests_ingested"] = len(report.ingested)
+        if report.withheld:
+            run.counts["lines_withheld_as_erased"] = sum(report.withheld.values())
     log.info("recorded ingest run %s: %d rows written", run_id, report.rows_written)
     return report
 

@@ -181,3 +181,13 @@ class TableName(StrEnum):
 
 BRONZE_TABLES: Final[tuple[TableName, ...]] = tuple(feed.bronze_table for feed in FEEDS)
 """One Bronze table per feed, in feed order."""
+
+
+REDACTED_PREFIX: Final = "redacted:"
+"""What replaces an erased subject's identifier where the fact around it is kept (a Gold
+correlation's side, its evidence; a review file's sample): ``redacted:<certificate id>``."""
+
+
+def redacted_as(certificate_id: str) -> str:
+    """The value that stands for an erased subject under one erasure certificate."""
+    return f"{REDACTED_PREFIX}{certificate_id}"

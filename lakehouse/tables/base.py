@@ -362,26 +362,48 @@ class Table(ABC):
         self._delete_where(condition, meta, None)
 
     def erase_matching(
-        self, keys: DataFrame, on: str, *, run_id: str, reason: str, candidate: Candidate | None = None
+        self,
+        keys: DataFrame,
+        on: str,
+        *,
+        run_id: str,
+        reason: str,
+        candidate: Candidate | None = None,
+        redact: Mapping[str, str] | None = None,
     ) -> None:
         """Compliance erasure of the rows that match a row of ``keys`` (any zone, Bronze included).
 
         ``on`` is a SQL condition over the table's row ``t`` and a key row ``s``. It is one
         ``MERGE ... WHEN MATCHED THEN DELETE`` against the keys, so the erased values are data
         the statement joins with, never text a format writes into its history (a Delta
-        ``DELETE``'s predicate is). Copy-on-write on both formats: each file holding a matched
-        row is rewritten without it; the old file stays until :meth:`purge` removes it.
+        ``DELETE``'s predicate is). With ``redact`` (column -> SQL over ``t`` and ``s``) the
+        matched rows are updated instead (``WHEN MATCHED THEN UPDATE SET``). Copy-on-write on
+        both formats: each file holding a matched row is rewritten; the old file stays until
+        :meth:`purge` removes it.
         """
         if not reason.strip():
             raise UsageError(f"erasure from {self.name} needs a reason")
-        self._erase_matching(
-            keys, on, commit_metadata(run_id, {"lakehouse.erasure-reason": reason}), candidate
+        unknown = sorted(set(redact or {}) - set(self.spec.schema().fieldNames()))
+        if unknown:
+            raise UsageError(f"cannot redact {unknown} in {self.name}: no such column")
+        action = (
+            "UPDATE SET " + ", ".join(f"t.`{c}` = {expr}" for c, expr in redact.items())
+            if redact
+            else "DELETE"
         )
+        view = temp_view(keys, "erase_keys")
+        try:
+            self._erase_matching(
+                f"USING {view} s ON ({on}) WHEN MATCHED THEN {action}",
+                commit_metadata(run_id, {"lakehouse.erasure-reason": reason}),
+                candidate,
+            )
+        finally:
+            self.spark.catalog.dropTempView(view)
 
     @abstractmethod
-    def _erase_matching(
-        self, keys: DataFrame, on: str, meta: Mapping[str, str], candidate: Candidate | None
-    ) -> None: ...
+    def _erase_matching(self, merge: str, meta: Mapping[str, str], candidate: Candidate | None) -> None:
+        """Run ``MERGE INTO <target> t <merge>`` with ``meta`` in the commit."""
 
     def files_matching(
         self, keys: DataFrame, on: str, *, version: int | None = None, candidate: Candidate | None = None

@@ -221,15 +221,11 @@ class DeltaLakeTable(Table):
         with session_settings(self.spark, {USER_METADATA_CONF: metadata_context_json(meta)}):
             self.spark.sql(f"DELETE FROM delta.`{target}` WHERE {condition}")
 
-    def _erase_matching(
-        self, keys: DataFrame, on: str, meta: Mapping[str, str], candidate: Candidate | None
-    ) -> None:
+    def _erase_matching(self, merge: str, meta: Mapping[str, str], candidate: Candidate | None) -> None:
         target = self._target(candidate)
         meta = self._with_touched(meta, candidate, "*")
-        view = temp_view(keys, "erase_keys")
         with session_settings(self.spark, {USER_METADATA_CONF: metadata_context_json(meta)}):
-            self.spark.sql(f"MERGE INTO delta.`{target}` t USING {view} s ON ({on}) WHEN MATCHED THEN DELETE")
-        self.spark.catalog.dropTempView(view)
+            self.spark.sql(f"MERGE INTO delta.`{target}` t {merge}")
 
     # -- reads and history --------------------------------------------------------------
 

@@ -170,14 +170,10 @@ class IcebergTable(Table):
         with session_settings(self.spark, _snapshot_confs(meta)):
             self.spark.sql(statement)
 
-    def _erase_matching(
-        self, keys: DataFrame, on: str, meta: Mapping[str, str], candidate: Candidate | None
-    ) -> None:
+    def _erase_matching(self, merge: str, meta: Mapping[str, str], candidate: Candidate | None) -> None:
         target = _quoted(self._target(candidate))
-        view = temp_view(keys, "erase_keys")
         with session_settings(self.spark, _snapshot_confs(meta)):
-            self.spark.sql(f"MERGE INTO {target} t USING {view} s ON ({on}) WHEN MATCHED THEN DELETE")
-        self.spark.catalog.dropTempView(view)
+            self.spark.sql(f"MERGE INTO {target} t {merge}")
 
     # -- reads and history --------------------------------------------------------------
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,8 @@ class History:
     """The erased subject's identifiers, read from Silver and Gold before the erasure."""
     subject_after: dict[str, list[str]]
     """The same search after the erasure."""
+    resent_lines: tuple[int, int]
+    """Lines of the redelivery after the erasure: all of them, and those naming the subject."""
 
     def __getitem__(self, name: str) -> Step:
         return self.steps[name]
@@ -221,6 +224,24 @@ def history(
     run("erase-not-an-address", "erase", "--subject-email", "nobody", "--dry-run")
     run("erase-dry-run", "erase", "--subject-email", f" {email.upper()} ", "--dry-run")
     served_before_erasure = datetime.now(UTC).isoformat()  # the rollback's version, which held the subject
+    run("hold-add-no-reason", "hold", "add", "LH-1", "--subject-email", email, "--by", "counsel")
+    run(
+        "hold-add",
+        "hold",
+        "add",
+        "LH-1",
+        "--subject-email",
+        email.upper(),
+        "--by",
+        "counsel",
+        "--reason",
+        "case 14",
+    )
+    run("hold-list", "hold", "list")
+    run("erase-held", "erase", "--subject-email", f" {email} ", "--request", "REQ-0", "--reason", "art. 17")
+    run("hold-release-unknown", "hold", "release", "LH-9", "--by", "counsel", "--reason", "closed")
+    run("hold-release", "hold", "release", "LH-1", "--by", "counsel", "--reason", "case 14 closed")
+    run("hold-list-after", "hold", "list")
     erased = run("erase", "erase", "--subject-email", email, "--request", "REQ-1", "--reason", "GDPR art. 17")
     certificate = erased.data["certificate"]["certificate_id"] if erased.code == 0 else "erasure-missing"
     run("erase-verify", "erase", "--verify", certificate)
@@ -230,6 +251,9 @@ def history(
     run("asof-before-erase", "asof", "gold.correlations", "--at", served_before_erasure)
     # no resurrection: the original deliveries again (a manifest already ingested), a rebuild
     run("ingest-after-erase", "ingest", "--feed", "orders", "--source", str(deliveries))
+    # ... and the subject's order lines delivered again under a new name, in a new delivery
+    redelivered, resent_lines = redeliver_orders(deliveries, folder / "redelivered", subject)
+    run("ingest-redelivered-after-erase", "ingest", "--feed", "orders", "--source", str(redelivered))
     run("build-silver-after-erase", "build", "silver", "--engine", "entity_resolution@1")
     run("ledger-verify-after-erase", "ledger", "verify", "--history")
     run("asof-after-erase", "asof", "gold.correlations", "--at", datetime.now(UTC).isoformat())
@@ -250,8 +274,34 @@ def history(
     TableRegistry(spark_session, config).get("ops.ledger").delete_where("seq = 3")
     run("ledger-verify-tampered", "ledger", "verify")
 
-    yield History(run.steps, config, env, subject, subject_after)
+    yield History(run.steps, config, env, subject, subject_after, resent_lines)
     drop_all(TableRegistry(spark_session, config))
+
+
+def redeliver_orders(
+    deliveries: Path, root: Path, subject: dict[str, list[str]]
+) -> tuple[Path, tuple[int, int]]:
+    """Every orders file naming the subject, copied under new names into one new delivery
+    folder of a new history root; returns the root and (lines, lines naming the subject)."""
+    identifiers = {*subject["emails"], *subject["orders"]}
+    files = sorted((deliveries / "orders").glob("*/*"))
+    naming = [f for f in files if any(words(line) & identifiers for line in f.read_text().splitlines())]
+    assert naming, "the subject has orders in the deliveries"
+    target = root / "orders" / (date.fromisoformat(files[-1].parent.name) + timedelta(days=1)).isoformat()
+    target.mkdir(parents=True)
+    lines = named = 0
+    for i, source in enumerate(naming):
+        text = source.read_text()
+        (target / f"resent-{i}{source.suffix}").write_text(text)
+        rows = text.splitlines()[1:] if source.suffix == ".csv" else text.splitlines()
+        lines += len(rows)
+        named += sum(1 for line in rows if words(line) & identifiers)
+    return root, (lines, named)
+
+
+def words(line: str) -> set[str]:
+    """The values of a JSON or CSV line, lower-cased (this test's own cut, not the product's)."""
+    return set(re.split(r'[\s",:{}\[\]]+', line.lower()))
 
 
 def codes(history: History, *names: str) -> dict[str, int]:
@@ -450,6 +500,28 @@ def test_a_subject_is_located_erased_and_verified_through_the_cli(history: Histo
     assert unknown["certificate"]["tables"] == {}
 
 
+def test_a_legal_hold_refuses_the_subjects_erasure_until_it_is_released(history: History) -> None:
+    assert codes(
+        history, "hold-add", "hold-list", "hold-release", "hold-list-after", "erase"
+    ) == dict.fromkeys(("hold-add", "hold-list", "hold-release", "hold-list-after", "erase"), 0)
+    assert codes(history, "hold-add-no-reason", "hold-release-unknown", "erase-held") == {
+        "hold-add-no-reason": 2,
+        "hold-release-unknown": 2,
+        "erase-held": 5,
+    }
+    assert "--reason is missing" in history["hold-add-no-reason"].stderr
+    held = history["erase-held"].stderr
+    assert "legal hold LH-1" in held
+    assert "nothing was erased" in held
+    assert [h["hold_id"] for h in history["hold-list"].data] == ["LH-1"]
+    assert history["hold-list-after"].data == []
+    placed = history["hold-add"].data
+    assert placed["action"] == "placed"
+    assert not any(i in json.dumps(placed) for i in history.subject["emails"]), (
+        "the ledger gets a digest only"
+    )
+
+
 def test_after_the_erasure_no_table_ledger_or_work_file_names_the_subject(history: History) -> None:
     """Also after the original deliveries were ingested again and Silver was rebuilt."""
     assert codes(history, "ingest-after-erase", "build-silver-after-erase") == {
@@ -466,6 +538,19 @@ def test_after_the_erasure_no_table_ledger_or_work_file_names_the_subject(histor
     assert leftovers == []
 
 
+def test_a_redelivery_of_the_subjects_lines_under_new_names_is_ingested_without_them(
+    history: History,
+) -> None:
+    resent = history["ingest-redelivered-after-erase"]
+    assert resent.code == 0, resent.stderr
+    lines, named = history.resent_lines
+    certificate = history["erase"].data["certificate"]["certificate_id"]
+    assert named > 0
+    assert resent.data["withheld"] == {certificate: named}
+    assert resent.data["rows_written"] == lines - named, "every other subject's lines are ingested"
+    assert [m["status"] for m in resent.data["manifests"]] == ["ingested"]
+
+
 def test_the_ledger_verifies_after_the_erasure_and_its_certificate_holds_digests_only(
     history: History,
 ) -> None:
@@ -480,6 +565,15 @@ def test_the_ledger_verifies_after_the_erasure_and_its_certificate_holds_digests
     assert before.data["routes"]["a"]["available"] is True, "route (a) still answers for that time"
     assert before.data["routes"]["b"]["available"] is False
     assert f"history purged by erasure certificate {certificate}" in before.data["routes"]["b"]["note"]
+    redacted = before.data["redacted"]
+    assert set(redacted) == {certificate}, "route (a) shows the subject's correlations as redacted"
+    assert redacted[certificate] > 0
+    assert any(f"redacted under erasure certificate {certificate}" in note for note in before.data["notes"])
+    shown = [r for r in before.data["rows"] if f"redacted:{certificate}" in (r["entity_a"], r["entity_b"])]
+    assert len(shown) == redacted[certificate]
+    assert all(r["evidence"] == f"redacted:{certificate}" for r in shown)
+    erased_in = history["erase"].data["certificate"]["tables"]["gold.correlations"]
+    assert erased_in["redacted"] == ["entity_a", "entity_b", "evidence"]
     assert history["asof-after-erase"].code == 0
     body = json.dumps(history["erase"].data["certificate"])
     assert not any(i in body for i in {*history.subject["emails"], *history.subject["entities"]})

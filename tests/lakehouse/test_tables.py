@@ -377,3 +377,25 @@ def test_an_erasure_rewrites_the_subjects_files_and_purges_only_the_versions_tha
         assert "dropped tag audit-keep" in " ".join(done)
         assert all(t.name != "audit-keep" for t in table.tags())
     assert files_naming(table, "dave@example.org"), "other subjects' rows stay"
+
+
+def test_a_redacting_erasure_keeps_the_rows_and_replaces_only_the_subjects_values(
+    make_table: Any, spark_session: Any
+) -> None:
+    table = make_table(PERSONAL_SCHEMA, zone=Zone.GOLD, partition_by=("part",), personal=("who",))
+    table.append(
+        spark_session.createDataFrame([(1, "a", SUBJECT), (2, "a", "bob@example.org")], PERSONAL_SCHEMA),
+        run_id="r1",
+    )
+    keys = spark_session.createDataFrame(
+        [([SUBJECT], "redacted:C-2")], "who array<string>, replacement string"
+    )
+    on = "array_contains(s.who, t.who)"
+    before = table.current_version()
+    with pytest.raises(UsageError, match=r"cannot redact \['nope'\]"):
+        table.erase_matching(keys, on, run_id="erase-2", reason="request 8", redact={"nope": "s.replacement"})
+    assert table.current_version() == before, "the refused redaction wrote nothing"
+    table.erase_matching(keys, on, run_id="erase-2", reason="request 8", redact={"who": "s.replacement"})
+
+    assert rows(table) == [(1, "a", "redacted:C-2"), (2, "a", "bob@example.org")]
+    assert table.history()[-1].metadata["lakehouse.erasure-reason"] == "request 8"

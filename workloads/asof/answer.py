@@ -32,7 +32,7 @@ from ledger.clock import utc
 from ledger.timeline import RunFacts, Timeline, purged_by_erasure, timeline
 from workloads.asof.readers import Reader, Scope
 from workloads.gold.entity_index import INDEX, SOURCE, IndexVersion, bucket_of, index_versions, mirror_of
-from workloads.vocabulary import CURRENT_STATUSES, TableName
+from workloads.vocabulary import CURRENT_STATUSES, REDACTED_PREFIX, TableName
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,9 @@ class AsOfAnswer:
     rows: tuple[dict[str, Any], ...]
     """The answer, each row with its ``provenance`` (and ``since`` when superseded after T)."""
     notes: tuple[str, ...] = ()
+    redacted: Mapping[str, int] = field(default_factory=dict)
+    """Rows of the answer that name an erased subject as ``redacted:<certificate>``, per
+    erasure certificate (the fact is kept, the subject's identifiers are not)."""
 
     @property
     def route_a(self) -> Route:
@@ -118,6 +121,20 @@ class AsOfAnswer:
     @property
     def exit_code(self) -> int:
         return ROUTES_DISAGREE_EXIT if self.routes_agree is False else 0
+
+
+def redactions(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many rows hold a value redacted by an erasure, per certificate."""
+    found: dict[str, int] = {}
+    for row in rows:
+        certificates = {
+            value[len(REDACTED_PREFIX) :]
+            for value in row.values()
+            if isinstance(value, str) and value.startswith(REDACTED_PREFIX)
+        }
+        for certificate in certificates:
+            found[certificate] = found.get(certificate, 0) + 1
+    return dict(sorted(found.items()))
 
 
 def check_table(reader: Reader, table: str, known: Sequence[str]) -> dict[str, str]:
@@ -358,6 +375,12 @@ def asof(
         _with_provenance(dict(r), known, moment)
         for r in sorted(chosen.rows, key=lambda r: tuple(str(r.get(k)) for k in keys))
     )
+    redacted = redactions(chosen.rows)
+    notes += [
+        f"{n} row(s) redacted under erasure certificate {certificate}: the erased subject's "
+        f"identifiers read {REDACTED_PREFIX}{certificate}, the rest of each row is as known"
+        for certificate, n in redacted.items()
+    ]
     return AsOfAnswer(
         table=table,
         at=moment,
@@ -369,6 +392,7 @@ def asof(
         first_difference=difference,
         rows=rows,
         notes=tuple(notes),
+        redacted=redacted,
     )
 
 

@@ -24,6 +24,11 @@ Identity and time (deterministic, no wall clock):
   processing clock: the same folder always gets the same ingest time, so a rebuild from
   the same deliveries gives the same lateness decisions downstream.
 
+Erased subjects stay erased: a line of a new delivery that holds an identifier of a subject
+an erasure certificate names (by salted digest, :mod:`lakehouse.identifiers`) is withheld,
+counted per certificate, and never written; the manifest still records the whole file, so
+the delivery is not ingested again.
+
 Lines: a file is split on ``\\n``; a final ``\\n`` ends the last line, a file that does not
 end in ``\\n`` keeps its last (truncated) line, and ``_line`` is 1-based with a CSV header
 counted as line 1 (so line numbers match an editor's). A ``\\r`` before the ``\\n`` stays in
@@ -47,6 +52,10 @@ from urllib.parse import unquote
 from lakehouse.config import Zone
 from lakehouse.digest import canonical_json, digest_of
 from lakehouse.errors import IngestError
+from lakehouse.identifiers import identifier_tokens, salted_digests
+from ledger.entries import ErasureCertificate
+from ledger.reader import LedgerReader
+from ledger.timeline import erasure_certificates
 from workloads.vocabulary import TableName
 
 if TYPE_CHECKING:
@@ -163,6 +172,9 @@ class IngestReport:
     rows_written: int
     inputs: Mapping[str, int | None] = field(default_factory=dict)
     outputs: Mapping[str, int | None] = field(default_factory=dict)
+    withheld: Mapping[str, int] = field(default_factory=dict)
+    """Lines of new deliveries not written because they hold an erased subject's identifier,
+    per erasure certificate."""
 
     @property
     def ingested(self) -> tuple[ManifestStatus, ...]:
@@ -554,12 +566,18 @@ def ingest_feed(registry: TableRegistry, feed: str, source_dir: Path | str, *, r
     fresh = [m for m in fresh if m.manifest_id not in in_bronze]
 
     rows_written = 0
+    withheld: dict[str, int] = {}
     if fresh:
-        rows, rows_written = _read_bronze_rows(registry, root, feed, fresh, run_id)
+        rows, read = _read_bronze_rows(registry, root, feed, fresh, run_id)
         if rows is not None:
-            ids = ",".join(sorted(m.manifest_id for m in fresh))
             try:
-                bronze.append(rows, run_id=run_id, metadata={MANIFEST_IDS_KEY: ids})
+                kept, withheld = withhold_erased(
+                    rows, erasure_certificates(LedgerReader.for_registry(registry).records())
+                )
+                rows_written = read - sum(withheld.values())
+                if rows_written:
+                    ids = ",".join(sorted(m.manifest_id for m in fresh))
+                    bronze.append(kept, run_id=run_id, metadata={MANIFEST_IDS_KEY: ids})
             finally:
                 rows.unpersist()
     if fresh or unrecorded:
@@ -576,6 +594,8 @@ def ingest_feed(registry: TableRegistry, feed: str, source_dir: Path | str, *, r
     )
     if unrecorded:
         log.info("ingest %s: completed the ops.manifests record of %d manifest(s)", feed, len(unrecorded))
+    for certificate, lines in withheld.items():
+        log.info("ingest %s: withheld %d line(s) erased under certificate %s", feed, lines, certificate)
     fresh_ids = {m.manifest_id for m in fresh}
     statuses = tuple(
         ManifestStatus(
@@ -599,7 +619,48 @@ def ingest_feed(registry: TableRegistry, feed: str, source_dir: Path | str, *, r
         rows_written=rows_written,
         inputs=inputs,
         outputs=outputs,
+        withheld=withheld,
     )
+
+
+def withhold_erased(
+    rows: DataFrame, certificates: Sequence[ErasureCertificate]
+) -> tuple[DataFrame, dict[str, int]]:
+    """``rows`` without the lines that hold an identifier of an erased subject, and how many
+    lines each certificate withheld (one Spark job, only when there is a certificate).
+
+    A line is compared token by token, by salted digest, with each certificate's identifier
+    digests: the ledger never holds an identifier in clear, and neither does this plan.
+    """
+    from pyspark.sql import functions as F
+
+    if not certificates:
+        return rows, {}
+    tokens = identifier_tokens(F.col("_raw"))
+    erased_under = F.coalesce(
+        *(
+            F.when(
+                F.arrays_overlap(
+                    salted_digests(tokens, c.salt), F.array(*(F.lit(d) for d in c.identifier_digests))
+                ),
+                F.lit(c.certificate_id),
+            )
+            for c in certificates
+            if c.identifier_digests
+        ),
+        F.lit(None).cast("string"),
+    )
+    tagged = rows.withColumn("_erased_under", erased_under)
+    counts = {
+        str(r["_erased_under"]): int(r["n"])
+        for r in tagged.where(F.col("_erased_under").isNotNull())
+        .groupBy("_erased_under")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .collect()
+    }
+    if not counts:
+        return rows, {}
+    return tagged.where(F.col("_erased_under").isNull()).drop("_erased_under"), counts
 
 
 def ingest_history(

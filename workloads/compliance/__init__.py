@@ -10,17 +10,22 @@ from workloads.compliance.erasure import (
     find_certificate,
     reverify,
 )
+from workloads.compliance.holds import HoldRequest, open_holds, place_hold, release_hold
 from workloads.compliance.subject import Subject, find_subject
 
 __all__ = [
     "ErasureIncomplete",
     "ErasureRequest",
     "ErasureResult",
+    "HoldRequest",
     "Places",
     "Subject",
     "TablePlace",
     "erase",
     "find_certificate",
     "find_subject",
+    "open_holds",
+    "place_hold",
+    "release_hold",
     "reverify",
 ]

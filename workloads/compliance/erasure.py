@@ -40,9 +40,19 @@ from lakehouse.errors import DataQualityError, UsageError
 from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import file_path
 from ledger import ErasedIn, ErasureCertificate, ErasureVerification, Ledger, RunStarted
+from workloads.compliance.holds import open_holds, refuse_if_held
 from workloads.compliance.scan import identifier_digest, scan
-from workloads.compliance.subject import RULES, Subject, email_key, find_subject, key_row, tables_with_rules
+from workloads.compliance.subject import (
+    REDACTIONS,
+    RULES,
+    Subject,
+    email_key,
+    find_subject,
+    key_row,
+    tables_with_rules,
+)
 from workloads.runs import new_run_id, recorded_run
+from workloads.vocabulary import redacted_as
 
 log = logging.getLogger(__name__)
 
@@ -232,8 +242,14 @@ def erase(
     deliveries: Path,
     progress: Progress | None = None,
 ) -> ErasureResult:
-    """Run ``lakehouse erase`` (the module's steps); a dry run stops after locating."""
+    """Run ``lakehouse erase`` (the module's steps); a dry run stops after locating. A subject
+    under an open legal hold is refused (exit 5, naming the hold) before anything is written:
+    by the key asked for before Spark reads anything, then by every identifier found."""
+    holds = {} if request.dry_run else open_holds(ledger)
+    asked = email_key(request.email) if request.email else str(request.entity).strip()
+    refuse_if_held(holds, [asked])
     subject = find_subject(registry, email=request.email, entity=request.entity)
+    refuse_if_held(holds, subject.identifiers)
     places = locate(registry, subject, lakehouse_roots(registry, ledger, deliveries), progress)
     if request.dry_run:
         return ErasureResult(places=places, dry_run=True)
@@ -256,7 +272,7 @@ def erase(
             "identifier_digests": list(digests),
         },
     ) as run:
-        keys = key_row(registry.spark, subject).localCheckpoint()
+        keys = key_row(registry.spark, subject, redacted_as(certificate_id)).localCheckpoint()
         reason = f"erasure certificate {certificate_id}: {request.reason}"
         tables = {
             place.table: _erase_table(registry, place, keys, run_id, reason, progress)
@@ -350,17 +366,23 @@ def _erase_table(
     table = registry.get(place.table)
     if progress:
         progress(f"erasing from {place.table}")
-    rule = RULES[place.table]
+    rule, redact = RULES[place.table], REDACTIONS.get(place.table)
     for name in place.candidates:
         table.erase_matching(
-            keys, rule, run_id=run_id, reason=reason, candidate=table.open_candidate(name, None)
+            keys,
+            rule,
+            run_id=run_id,
+            reason=reason,
+            candidate=table.open_candidate(name, None),
+            redact=redact,
         )
     if place.current_rows:
-        table.erase_matching(keys, rule, run_id=run_id, reason=reason)
+        table.erase_matching(keys, rule, run_id=run_id, reason=reason, redact=redact)
     doomed = sorted(place.versions)  # the version current before the erasure included
     actions = table.purge(doomed, sorted(place.files), note=reason)
     return ErasedIn(
         rows=place.current_rows + sum(place.candidates.values()),
+        redacted=tuple(redact or ()),
         version=table.current_version(),
         versions_purged=tuple(doomed),
         files=tuple(sorted(place.files)),
@@ -373,7 +395,7 @@ def _redact(work_files: Mapping[str, int], subject: Subject, certificate_id: str
     for name in work_files:
         path = Path(name)
         path.write_text(
-            pattern.sub(f"erased:{certificate_id}", path.read_text(encoding="utf-8")), encoding="utf-8"
+            pattern.sub(redacted_as(certificate_id), path.read_text(encoding="utf-8")), encoding="utf-8"
         )
         # a Hadoop checksum sidecar (Spark-written review parts) would no longer match
         path.with_name(f".{path.name}.crc").unlink(missing_ok=True)

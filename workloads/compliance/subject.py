@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import UsageError
+from lakehouse.identifiers import IDENTIFIER_SEPARATORS
 from lakehouse.tables import TableRegistry
 from workloads.vocabulary import BRONZE_TABLES, TableName
 
@@ -34,13 +35,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TOKEN_PATTERN: Final = r"[^a-z0-9._%+@\-]+"
-"""What separates identifiers in raw text (the same cut the independent scan makes)."""
-
 
 def _tokens_of(text: str) -> str:
-    """SQL: the lower-cased tokens of a text column of ``t``."""
-    return f"split(lower(t.`{text}`), '{TOKEN_PATTERN}')"
+    """SQL: the tokens of a text column of ``t`` (:func:`lakehouse.identifiers.identifier_tokens`:
+    the cut the ingest filter and the independent scan make too)."""
+    parts = f"split(lower(t.`{text}`), '{IDENTIFIER_SEPARATORS}')"
+    return f"filter(transform({parts}, x -> regexp_replace(x, '^\\\\.+|\\\\.+$', '')), x -> x != '')"
 
 
 _OWN_EVENT: Final = (
@@ -65,6 +65,27 @@ RULES: Final[Mapping[str, str]] = {
 """Which rows of a table are the subject's: a condition over ``t`` (the row) and ``s`` (the key
 row). Tables not listed hold nothing about a subject (manifests, acknowledgements) or must
 never hold it (the ledger: the erasure checks it like every other file)."""
+
+
+def _replaced(column: str) -> str:
+    return f"CASE WHEN array_contains(s.entities, t.{column}) THEN s.replacement ELSE t.{column} END"
+
+
+_CORRELATION_SIDES: Final = {
+    "entity_a": _replaced("entity_a"),
+    "entity_b": _replaced("entity_b"),
+    "evidence": "s.replacement",
+}
+
+REDACTIONS: Final[Mapping[str, Mapping[str, str]]] = {
+    TableName.CORRELATIONS: _CORRELATION_SIDES,
+    TableName.CORRELATIONS_BY_ENTITY: {"entity_id": _replaced("entity_id"), **_CORRELATION_SIDES},
+}
+"""Tables whose matching rows are redacted instead of deleted: column -> its new value (SQL over
+``t`` and ``s``). A Gold correlation is a fact about two entities; erasing one of them keeps the
+fact for the other (and for counts over time) with the subject's side and the evidence replaced
+by ``redacted:<certificate>`` (:func:`workloads.vocabulary.redacted_as`). Every other table's
+matching rows are deleted."""
 
 
 @dataclass(frozen=True)
@@ -97,10 +118,20 @@ def email_key(address: str) -> str:
     return key
 
 
-def key_row(spark: SparkSession, subject: Subject) -> DataFrame:
-    """The one row :data:`RULES` join with: the identifiers as arrays, bound as data."""
-    schema = "emails array<string>, orders array<string>, entities array<string>, tokens array<string>"
-    row = (list(subject.emails), list(subject.orders), list(subject.entities), list(subject.identifiers))
+def key_row(spark: SparkSession, subject: Subject, replacement: str = "") -> DataFrame:
+    """The one row :data:`RULES` and :data:`REDACTIONS` join with: the identifiers as arrays,
+    and what a redacted value becomes (``replacement``), bound as data."""
+    schema = (
+        "emails array<string>, orders array<string>, entities array<string>, tokens array<string>, "
+        "replacement string"
+    )
+    row = (
+        list(subject.emails),
+        list(subject.orders),
+        list(subject.entities),
+        list(subject.identifiers),
+        replacement,
+    )
     return spark.createDataFrame([row], schema)
 
 
