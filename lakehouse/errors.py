@@ -188,7 +188,7 @@ class PublicationHeldError(ReplayError):
 
 
 class InjectedFailure(ReplayError):
-    """A failure injected on purpose at a named replay step (tests and recovery drills)."""
+    """A failure injected on purpose at a named step of a replay or an erasure (tests and recovery drills)."""
 
     code = "injected_failure"
     exit_code = 6

@@ -320,6 +320,9 @@ class ErasureCertificate(_InRun):
     """Files under the work dir (review files, extracts) the subject was redacted from."""
     kept: dict[str, str] = Field(default_factory=dict)
     """What was deliberately not touched, and why."""
+    completes: tuple[str, ...] = ()
+    """Earlier runs of the same request that stopped (failed or crashed) before a certificate:
+    this erasure completed their work and verified against their identifiers too."""
     verification: ErasureVerification
     completed_at: AwareDatetime
 

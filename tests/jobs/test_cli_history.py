@@ -33,6 +33,7 @@ import pytest
 from lakehouse.config import LakehouseConfig, load_config
 from tests.cli_runner import instance_env, run_cli
 from tests.conftest import drop_all
+from tests.erasure_search import files_naming
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -534,7 +535,9 @@ def test_after_the_erasure_no_table_ledger_or_work_file_names_the_subject(histor
     expected = int(history.subject["silver_total"][0]) - int(history.subject["silver_rows"][0])
     assert int(after["silver_total"][0]) == expected, "every other subject's rows stay"
     identifiers = {*history.subject["emails"], *history.subject["orders"], *history.subject["entities"]}
-    leftovers = files_naming(history, identifiers)
+    from lakehouse.tables import TableRegistry
+
+    leftovers = files_naming(TableRegistry(_spark(), history.config), identifiers)
     assert leftovers == []
 
 
@@ -577,29 +580,6 @@ def test_the_ledger_verifies_after_the_erasure_and_its_certificate_holds_digests
     assert history["asof-after-erase"].code == 0
     body = json.dumps(history["erase"].data["certificate"])
     assert not any(i in body for i in {*history.subject["emails"], *history.subject["entities"]})
-
-
-def files_naming(history: History, identifiers: set[str]) -> list[str]:
-    """This test's own search: every file of the lakehouse's tables (Parquet rows read with
-    pyarrow, everything else as bytes) and of its work dir's review files."""
-    import pyarrow.parquet as pq
-
-    from lakehouse.tables import TableRegistry
-    from lakehouse.tables.base import file_path
-
-    registry = TableRegistry(_spark(), history.config)
-    folders = [Path(file_path(loc)) for table in registry for loc in table.storage_locations()]
-    folders.append(history.config.workdir_path / "replays")
-    found = []
-    for folder in folders:
-        for path in (p for p in folder.rglob("*") if p.is_file()):
-            if path.suffix == ".parquet":
-                text = json.dumps(pq.read_table(path).to_pylist(), default=str).lower()
-            else:
-                text = path.read_bytes().decode("latin-1").lower()
-            if any(i in text for i in identifiers):
-                found.append(str(path))
-    return found
 
 
 def _spark() -> Any:

@@ -9,12 +9,14 @@ The steps (``lakehouse erase``):
    covers, every retained version and open candidate, the rows and data files that hold the
    subject; every tag on such a version; every file under the work dir (replay review files)
    that names an identifier. A dry run stops here and writes nothing.
-3. **Erase** the rows from each open candidate and the current version (one MERGE each,
-   copy-on-write: the files holding the rows are rewritten without them).
-4. **Purge** the history: the old files are made physically gone, with exactly the versions
-   that reference them (:meth:`lakehouse.tables.Table.purge`). Versions that never held the
-   subject stay readable.
-5. **Redact** the work files: each identifier becomes ``erased:<certificate id>``.
+3. **Redact** the work files: each identifier becomes ``redacted:<certificate id>``.
+4. **Erase** the rows from each open candidate and the current version (one MERGE each,
+   copy-on-write: the files holding the rows are rewritten without them; Gold correlations
+   are redacted instead, :data:`~workloads.compliance.subject.REDACTIONS`), table by table,
+   Silver last (:func:`erasure_order`);
+5. **Purge** each table's history right after its erasure: the old files are made
+   physically gone, with exactly the versions that reference them
+   (:meth:`lakehouse.tables.Table.purge`). Versions that never held the subject stay readable.
 6. **Verify** independently (:mod:`workloads.compliance.scan`): every file under the work
    dir and the warehouse, Parquet by its rows and footers, everything else by its bytes,
    searched for the salted digest of every identifier. A single hit fails the erasure
@@ -24,6 +26,13 @@ The steps (``lakehouse erase``):
 
 The ledger itself is never rewritten (it is hash-chained): it must simply never hold an
 identifier of a subject, and the verification scans its files like any other.
+
+A crash at any step is recovered by running the same request again (:class:`ErasureStep`
+names the steps a test crashes at): the rerun finds what is left (Silver, where the
+subject's orders and entity ids are found, is erased last, so everything erased after it
+is still found), verifies against the identifiers of every earlier run of the request as
+well (:func:`unfinished_attempt`), and its certificate names the runs it completed. Nothing
+reports the erasure complete before the verification passed.
 """
 
 from __future__ import annotations
@@ -33,10 +42,11 @@ import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
-from lakehouse.errors import DataQualityError, UsageError
+from lakehouse.errors import DataQualityError, InjectedFailure, UsageError
 from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import file_path
 from ledger import ErasedIn, ErasureCertificate, ErasureVerification, Ledger, RunStarted
@@ -52,7 +62,7 @@ from workloads.compliance.subject import (
     tables_with_rules,
 )
 from workloads.runs import new_run_id, recorded_run
-from workloads.vocabulary import redacted_as
+from workloads.vocabulary import TableName, redacted_as
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +244,36 @@ def _identifier_pattern(subject: Subject) -> re.Pattern[str]:
     return re.compile(rf"(?<![{edge}])(?:{alternatives})(?![{edge}])", re.IGNORECASE)
 
 
+class ErasureStep(StrEnum):
+    """Where a crash can be injected into an erasure (``fail_at``), in the order the steps run."""
+
+    AFTER_WORK_FILES = "after_work_files"
+    """The review files are redacted; no table is touched."""
+    AFTER_FIRST_MERGE = "after_first_merge"
+    """The first table's rows are erased; its old files and versions are still there."""
+    AFTER_FIRST_TABLE = "after_first_table"
+    """The first table is erased and purged; the others are not touched."""
+    AFTER_TABLES = "after_tables"
+    """Every table is erased and purged; nothing is verified."""
+    AFTER_VERIFICATION = "after_verification"
+    """The scan found nothing; no certificate is written."""
+
+
+def _crash(chosen: ErasureStep | None, here: ErasureStep, run_id: str) -> None:
+    if chosen is here:
+        log.warning("injecting failure %s in erasure %s", here.value, run_id)
+        raise InjectedFailure(
+            f"injected failure {here.value} in erasure {run_id}; rerun the same command to recover"
+        )
+
+
+def erasure_order(places: Sequence[TablePlace]) -> list[TablePlace]:
+    """The tables to erase, Silver last: the subject's orders and entity ids are found in Silver
+    (:func:`find_subject`), so a rerun after a crash still finds every identifier the tables
+    not yet erased are matched by."""
+    return sorted((p for p in places if p.holds), key=lambda p: p.table == TableName.SILVER_EVENTS)
+
+
 def erase(
     registry: TableRegistry,
     ledger: Ledger,
@@ -241,6 +281,7 @@ def erase(
     *,
     deliveries: Path,
     progress: Progress | None = None,
+    fail_at: ErasureStep | None = None,
 ) -> ErasureResult:
     """Run ``lakehouse erase`` (the module's steps); a dry run stops after locating. A subject
     under an open legal hold is refused (exit 5, naming the hold) before anything is written:
@@ -256,8 +297,9 @@ def erase(
     now = ledger.writer.clock.now()
     run_id = new_run_id("erase", now, request.request_id)
     certificate_id = f"erasure-{run_id.split('-', 1)[1]}"
-    salt, earlier = unfinished_attempt(ledger, request.request_id)
-    digests = tuple(sorted(set(_digests(salt, subject)) | set(earlier)))
+    attempt = unfinished_attempt(ledger, request.request_id)
+    salt = attempt.salt
+    digests = tuple(sorted(set(_digests(salt, subject)) | set(attempt.digests)))
     subject_key = request.email.strip().lower() if request.email else str(request.entity)
     with recorded_run(
         ledger,
@@ -272,14 +314,20 @@ def erase(
             "identifier_digests": list(digests),
         },
     ) as run:
+        work_files = _redact(places.work_files, subject, certificate_id)
+        _crash(fail_at, ErasureStep.AFTER_WORK_FILES, run_id)
         keys = key_row(registry.spark, subject, redacted_as(certificate_id)).localCheckpoint()
         reason = f"erasure certificate {certificate_id}: {request.reason}"
-        tables = {
-            place.table: _erase_table(registry, place, keys, run_id, reason, progress)
-            for place in places.tables
-            if place.holds
-        }
-        work_files = _redact(places.work_files, subject, certificate_id)
+        tables: dict[str, ErasedIn] = {}
+        for place in erasure_order(places.tables):
+            first = not tables
+            crash = (
+                ErasureStep.AFTER_FIRST_MERGE if first and fail_at is ErasureStep.AFTER_FIRST_MERGE else None
+            )
+            tables[place.table] = _erase_table(registry, place, keys, run_id, reason, progress, crash)
+            if first:
+                _crash(fail_at, ErasureStep.AFTER_FIRST_TABLE, run_id)
+        _crash(fail_at, ErasureStep.AFTER_TABLES, run_id)
         roots = lakehouse_roots(registry, ledger, deliveries)
         verification = verify_digests(roots, salt, digests, progress)
         if not verification.passed:
@@ -287,6 +335,7 @@ def erase(
                 f"erasure {certificate_id} is NOT complete: the subject is still in "
                 f"{len(verification.hits)} place(s), e.g. {verification.hits[0]}; no certificate written"
             )
+        _crash(fail_at, ErasureStep.AFTER_VERIFICATION, run_id)
         run.counts.update({f"{name}.rows": erased.rows for name, erased in tables.items()})
         run.outputs.update({n: e.version for n, e in tables.items() if e.version is not None and e.rows})
     certificate = ErasureCertificate(
@@ -298,8 +347,9 @@ def erase(
         salt=salt,
         identifier_digests=digests,
         identifiers=subject.counts(),
-        tables=tables,
+        tables=dict(sorted(tables.items())),
         work_files=work_files,
+        completes=attempt.run_ids,
         kept=kept_places(deliveries),
         verification=verification,
         completed_at=ledger.writer.clock.now(),
@@ -311,15 +361,27 @@ def erase(
     return ErasureResult(places=places, dry_run=False, certificate=certificate)
 
 
-def unfinished_attempt(ledger: Ledger, request_id: str) -> tuple[str, tuple[str, ...]]:
-    """The salt and identifier digests of an earlier run of this request that wrote no
-    certificate (it failed, or crashed), or a new salt.
+@dataclass(frozen=True)
+class Attempt:
+    """Earlier runs of a request that wrote no certificate: the salt and identifier digests of
+    the latest (which include its predecessors'), and their run ids, oldest first."""
+
+    salt: str
+    digests: tuple[str, ...] = ()
+    run_ids: tuple[str, ...] = ()
+
+
+def unfinished_attempt(ledger: Ledger, request_id: str) -> Attempt:
+    """The earlier runs of this request since its last certificate (they failed, or crashed),
+    or a new salt.
 
     A rerun after a crash no longer finds what the first run already erased (the subject's
-    orders and entity ids are gone from Silver), so it verifies against the first run's
+    orders and entity ids may be gone from Silver), so it verifies against the earlier runs'
     identifiers too: an erasure completes as one, whatever step it stopped at.
     """
     certified = {e.run_id for e in ledger.reader.entries(kind="erasure_certificate")}
+    latest: RunStarted | None = None
+    run_ids: list[str] = []
     for entry in reversed(ledger.reader.entries(kind="run_started")):
         if not isinstance(entry, RunStarted) or entry.command != "erase":
             continue
@@ -328,10 +390,13 @@ def unfinished_attempt(ledger: Ledger, request_id: str) -> tuple[str, tuple[str,
             continue
         if entry.run_id in certified:
             break  # the request's latest run completed: this is a new erasure
-        found = parameters.get("identifier_digests")
-        digests = tuple(str(d) for d in found) if isinstance(found, list) else ()
-        return str(parameters["salt"]), digests
-    return secrets.token_hex(16), ()
+        latest = latest or entry
+        run_ids.insert(0, entry.run_id)
+    if latest is None:
+        return Attempt(secrets.token_hex(16))
+    found = latest.parameters.get("identifier_digests")
+    digests = tuple(str(d) for d in found) if isinstance(found, list) else ()
+    return Attempt(str(latest.parameters["salt"]), digests, tuple(run_ids))
 
 
 def kept_places(deliveries: Path) -> dict[str, str]:
@@ -359,6 +424,7 @@ def _erase_table(
     run_id: str,
     reason: str,
     progress: Progress | None,
+    crash: ErasureStep | None = None,
 ) -> ErasedIn:
     from pyspark.sql import DataFrame
 
@@ -378,6 +444,7 @@ def _erase_table(
         )
     if place.current_rows:
         table.erase_matching(keys, rule, run_id=run_id, reason=reason, redact=redact)
+    _crash(crash, ErasureStep.AFTER_FIRST_MERGE, run_id)
     doomed = sorted(place.versions)  # the version current before the erasure included
     actions = table.purge(doomed, sorted(place.files), note=reason)
     return ErasedIn(
