@@ -22,7 +22,8 @@ NAME = "demo"
 HELP = (
     "run the demo story on the embedded default: history -> Bronze -> Silver -> Gold, "
     "then the ER v3 restatement (replay with both versions' quality, approve, publish, rollback, re-publish) "
-    "and the correlation v2 re-scoring (published once correlation@2 is in effect, compared before)"
+    "and the correlation v2 re-scoring (published once correlation@2 is in effect, compared before), "
+    "then a data subject's erasure (dry run, erase, certificate, verify again, asof)"
 )
 
 
@@ -86,7 +87,31 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
     rescored = report.chapters.rescoring
     if rescored is not None:
         lines += _rescoring(rescored)
+    erased = report.chapters.erasure
+    if erased is not None:
+        lines += _erasure(erased)
     return lines
+
+
+def _erasure(erased: demo.Erasure) -> list[Block]:
+    """The erasure chapter: the dry run, the certificate, the check again, asof before it."""
+    from jobs.render import render_asof, render_certificate, render_erasure, render_erasure_check
+    from workloads.compliance import ErasureResult
+
+    certificate = erased.certificate
+    return [
+        "",
+        f"compliance erasure (W6), request {erased.request_id}: where the subject is (dry run)",
+        *render_erasure(ErasureResult(places=erased.dry_run, dry_run=True)),
+        "",
+        *render_certificate(certificate),
+        "",
+        f"lakehouse erase --verify {certificate.certificate_id}:",
+        *render_erasure_check(certificate.certificate_id, erased.recheck),
+        "",
+        "the subject's correlations as known before the erasure (asof):",
+        *render_asof(erased.asof),
+    ]
 
 
 def _rescoring(rescored: demo.Rescoring) -> list[Block]:

@@ -20,7 +20,7 @@ from workloads.gold.entity_index import SOURCE as INDEXED
 from workloads.vocabulary import Fate
 
 if TYPE_CHECKING:
-    from ledger import ErasureVerification
+    from ledger import ErasureCertificate, ErasureVerification
     from workloads.asof import AsOfAnswer, EntityHistory
     from workloads.bronze.ingest import IngestReport
     from workloads.compliance import ErasureResult
@@ -356,14 +356,21 @@ def render_erasure(result: ErasureResult) -> list[Block]:
     if result.dry_run:
         out.append("dry run: nothing written")
         return out
-    certificate = result.certificate
-    assert certificate is not None
+    assert result.certificate is not None
+    return out + render_certificate(result.certificate)
+
+
+def render_certificate(certificate: ErasureCertificate) -> list[Block]:
+    """What an erasure did, its verification, and its certificate."""
     purged = sum(len(e.versions_purged) for e in certificate.tables.values())
     files = sum(len(e.files) for e in certificate.tables.values())
-    out.append(
+    redacted = sorted(t for t, e in certificate.tables.items() if e.redacted)
+    out: list[Block] = [
         f"erased from {len(certificate.tables)} table(s): {purged} version(s) purged, "
         f"{files} data file(s) gone, {len(certificate.work_files)} work file(s) redacted"
-    )
+    ]
+    if redacted:
+        out.append(f"redacted (rows kept, the subject's identifiers replaced): {', '.join(redacted)}")
     out.extend(render_erasure_check(certificate.certificate_id, certificate.verification))
     out.append(f"certificate {certificate.certificate_id} recorded (run {certificate.run_id})")
     return out

@@ -107,6 +107,25 @@ def test_the_correlation_v2_rescoring_runs_after_the_er_restatement_on_its_entit
         assert rescored["publication"]["status"] == "published"
 
 
+def test_the_erasure_chapter_certifies_checks_again_and_asof_shows_the_subject_redacted(demo: Demo) -> None:
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    erased = demo.report["chapters"]["erasure"]
+    certificate = erased["certificate"]
+    found = {t["table"]: t for t in erased["dry_run"]["tables"] if t["current_rows"]}
+    assert {"silver.events", "gold.correlations"} <= set(found), "the dry run found the subject"
+    assert set(certificate["tables"]) >= set(found), "erased wherever the dry run found it"
+    assert certificate["verification"]["hits"] == []
+    assert erased["recheck"]["hits"] == []
+    assert erased["recheck"]["files_scanned"] == certificate["verification"]["files_scanned"] > 0
+    assert certificate["tables"]["gold.correlations"]["redacted"] == ["entity_a", "entity_b", "evidence"]
+    answer = erased["asof"]
+    cid = certificate["certificate_id"]
+    assert answer["rows"], "the subject's correlations are still known, redacted"
+    assert answer["redacted"] == {cid: len(answer["rows"])}
+    assert any(f"redacted under erasure certificate {cid}" in note for note in answer["notes"])
+    assert all(f"redacted:{cid}" in (row["entity_a"], row["entity_b"]) for row in answer["rows"])
+
+
 def test_every_zone_table_exists_and_is_read_back(spark_session: Any, demo: Demo) -> None:
     from lakehouse.tables import TableRegistry
 

@@ -20,8 +20,11 @@ from lakehouse.tables import TableRegistry
 from ledger import Clock, Ledger
 
 if TYPE_CHECKING:
+    from ledger import ErasureCertificate, ErasureVerification
     from ledger.engines import EngineCatalog, EngineSpec
+    from workloads.asof.answer import AsOfAnswer
     from workloads.bronze.ingest import IngestReport
+    from workloads.compliance import Places
     from workloads.gold.build import GoldReport
     from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
     from workloads.replay.plan import CorrectionPlan
@@ -124,12 +127,26 @@ class Rescoring:
 
 
 @dataclass(frozen=True)
+class Erasure:
+    """A data subject with correlations erased (W6): where it was (the dry run), the
+    certificate, the independent check run again from the certificate alone, and what
+    ``asof`` answers about the subject's correlations for a moment before the erasure."""
+
+    request_id: str
+    dry_run: Places
+    certificate: ErasureCertificate
+    recheck: ErasureVerification
+    asof: AsOfAnswer
+
+
+@dataclass(frozen=True)
 class Chapters:
-    """The demo's chapters; ``restatement`` and ``rescoring`` are None with ``--no-restate``."""
+    """The demo's chapters; all but ``medallion`` are None with ``--no-restate``."""
 
     medallion: Medallion
     restatement: Restatement | StoppedRestatement | None = None
     rescoring: Rescoring | None = None
+    erasure: Erasure | None = None
 
 
 @dataclass(frozen=True)
@@ -443,4 +460,66 @@ def run_demo(
     story = medallion(registry, ledger, clock, workdir / "history", settings, progress, gate, pins)
     restated = restatement(registry, ledger, clock, progress) if settings.restate else None
     rescored = rescoring(registry, ledger, clock, progress) if settings.restate else None
-    return DemoReport(tables=describe_tables(registry), chapters=Chapters(story, restated, rescored))
+    erased = erasure(registry, ledger, clock, workdir / "history", progress) if settings.restate else None
+    return DemoReport(tables=describe_tables(registry), chapters=Chapters(story, restated, rescored, erased))
+
+
+def subject_with_correlations(registry: TableRegistry) -> str | None:
+    """The address of the entity on the first serving correlation (by entity id); None
+    without one."""
+    from pyspark.sql import functions as F
+
+    from workloads.vocabulary import CURRENT_STATUSES, REDACTED_PREFIX, TableName
+
+    correlations = registry.get(TableName.CORRELATIONS).read()
+    serving = correlations.where(F.col("status").isin([str(s) for s in CURRENT_STATUSES])).where(
+        ~F.col("entity_a").startswith(REDACTED_PREFIX)
+    )
+    first = serving.orderBy("entity_a").first()
+    if first is None:
+        return None
+    silver = registry.get(TableName.SILVER_EVENTS).read()
+    row = silver.where(
+        (F.col("entity_id") == first["entity_a"]) & F.col("customer_email").isNotNull()
+    ).first()
+    return str(row["customer_email"]) if row is not None else None
+
+
+def erasure(
+    registry: TableRegistry, ledger: Ledger, clock: Clock, deliveries: Path, progress: Progress
+) -> Erasure | None:
+    """Dry run -> erase -> erase --verify -> asof at a moment before the erasure (None when no
+    subject has a serving correlation)."""
+    from workloads.asof.answer import asof
+    from workloads.asof.readers import SparkReader
+    from workloads.compliance import ErasureRequest, erase, reverify
+    from workloads.vocabulary import TableName, redacted_as
+
+    email = subject_with_correlations(registry)
+    if email is None:
+        progress("erasure: skipped, no subject has a serving correlation")
+        return None
+    request_id = f"demo-{clock.now():%Y%m%dT%H%M%S}"
+    progress("erasure: where is the subject? (dry run)")
+    dry = erase(
+        registry,
+        ledger,
+        ErasureRequest("", "", email=email, dry_run=True),
+        deliveries=deliveries,
+        progress=progress,
+    )
+    before = clock.now()
+    request = ErasureRequest(request_id, "GDPR art. 17 (demo)", email=email)
+    done = erase(registry, ledger, request, deliveries=deliveries, progress=progress)
+    assert done.certificate is not None
+    certificate = done.certificate
+    recheck = reverify(registry, ledger, certificate, deliveries, progress)
+    redacted = redacted_as(certificate.certificate_id)
+    answer = asof(
+        SparkReader(registry),
+        TableName.CORRELATIONS,
+        before,
+        known_tables=registry.names(),
+        where=f"entity_a = '{redacted}' or entity_b = '{redacted}'",
+    )
+    return Erasure(request_id, dry.places, certificate, recheck, answer)
