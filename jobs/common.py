@@ -76,6 +76,16 @@ class Context:
 
         return SystemClock()
 
+    def require_lakehouse(self) -> None:
+        """Refuse, before Spark starts, a work dir that holds no lakehouse yet, saying how to make one."""
+        from lakehouse.errors import UsageError
+
+        if not (self.config.workdir_path / "warehouse").is_dir():
+            raise UsageError(
+                f"no lakehouse in {self.config.workdir_path}: build one first "
+                f"(lakehouse demo, or generate + ingest + build), or pass --workdir"
+            )
+
     def progress(self, message: str, *, done: int | None = None, total: int | None = None) -> None:
         """One step of long work (the callback library functions are handed), on stderr."""
         self.steps(message, done=done, total=total)

@@ -47,11 +47,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.compliance import ErasureRequest, erase, find_certificate, reverify
 
     deliveries = args.deliveries or ctx.config.workdir_path / "history"
-    if not (ctx.config.workdir_path / "warehouse").is_dir():
-        raise UsageError(
-            f"no lakehouse in {ctx.config.workdir_path}: build one first "
-            f"(lakehouse demo, or generate + ingest + build), or pass --workdir"
-        )
+    ctx.require_lakehouse()
     if args.verify:
         if args.request or args.reason or args.dry_run:
             raise UsageError("--verify CERT takes no --request, --reason or --dry-run")

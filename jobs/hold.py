@@ -57,6 +57,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.compliance import HoldRequest, open_holds, place_hold, release_hold
 
     check_arguments(args)
+    ctx.require_lakehouse()
     if args.action == "list":
         holds = sorted(open_holds(ctx.ledger).values(), key=lambda h: h.at)
         rows = [{"hold": h.hold_id, "by": h.by, "at": h.at.isoformat(), "reason": h.reason} for h in holds]

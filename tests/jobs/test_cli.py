@@ -25,7 +25,7 @@ def test_help_lists_the_commands() -> None:
     assert result.returncode == 0
     for command in ("demo", "tables", "submit-args", "replay", "approve", "ack", "publish", "rollback"):
         assert command in result.stdout
-    for command in ("engines", "asof", "ledger", "reindex", "protect"):
+    for command in ("engines", "asof", "ledger", "reindex", "protect", "erase", "hold"):
         assert command in result.stdout
 
 
@@ -91,6 +91,27 @@ def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], mes
     assert result.stderr.count("\n") == 1, result.stderr
     assert message in result.stderr
     assert "starting Spark" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("erase", "--subject-email", "a@example.org", "--dry-run"),
+        ("hold", "list"),
+        ("hold", "add", "LH-1", "--subject-email", "a@example.org", "--by", "counsel", "--reason", "case"),
+    ],
+    ids=["erase", "hold-list", "hold-add"],
+)
+def test_a_work_dir_without_a_lakehouse_says_how_to_make_one_before_spark_starts(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    result = run(*args, "--workdir", str(tmp_path / "empty"))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "no lakehouse in" in result.stderr
+    assert "lakehouse demo, or generate + ingest + build" in result.stderr
+    assert "starting Spark" not in result.stderr
+    assert not (tmp_path / "empty" / "warehouse").exists(), "nothing was created"
 
 
 def test_missing_config_is_one_line_and_nonzero(tmp_path: Path) -> None:

@@ -256,6 +256,7 @@ def history(
     redelivered, resent_lines = redeliver_orders(deliveries, folder / "redelivered", subject)
     run("ingest-redelivered-after-erase", "ingest", "--feed", "orders", "--source", str(redelivered))
     run("build-silver-after-erase", "build", "silver", "--engine", "entity_resolution@1")
+    run("replay-after-erase", "replay", "--plan", str(PLAN), "--purpose", "comparison")
     run("ledger-verify-after-erase", "ledger", "verify", "--history")
     run("asof-after-erase", "asof", "gold.correlations", "--at", datetime.now(UTC).isoformat())
     subject_after = subject_identifiers(spark_session, config, email=email)
@@ -524,11 +525,14 @@ def test_a_legal_hold_refuses_the_subjects_erasure_until_it_is_released(history:
 
 
 def test_after_the_erasure_no_table_ledger_or_work_file_names_the_subject(history: History) -> None:
-    """Also after the original deliveries were ingested again and Silver was rebuilt."""
-    assert codes(history, "ingest-after-erase", "build-silver-after-erase") == {
+    """Also after the original deliveries were ingested again, Silver was rebuilt and a replay
+    ran (its candidate and review files are searched too)."""
+    assert codes(history, "ingest-after-erase", "build-silver-after-erase", "replay-after-erase") == {
         "ingest-after-erase": 0,
         "build-silver-after-erase": 0,
+        "replay-after-erase": 0,
     }
+    assert history["replay-after-erase"].data["status"] == "compared"
     after = history.subject_after
     assert after["silver_rows"] == ["0"]
     assert after["gold_rows"] == ["0"]
