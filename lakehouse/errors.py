@@ -198,4 +198,5 @@ class LegalHoldError(LakehouseError):
     """A legal hold covers what was asked for (a subject's erasure); nothing was changed.
     Exit 5, like a publication that waits for an acknowledgement: not now, not refused for good."""
 
+    code = "legal_hold"
     exit_code = 5

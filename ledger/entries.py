@@ -300,6 +300,18 @@ class ErasureVerification(StrictModel):
         return not self.hits
 
 
+class ErasureProgress(_InRun):
+    """One step of an erasure done (the work files redacted, or one table erased and purged),
+    recorded as it finishes: a rerun after a crash completes the same erasure, under the same
+    certificate id, and its certificate lists what every run did."""
+
+    kind: Literal["erasure_progress"] = "erasure_progress"
+    certificate_id: str
+    table: str | None = None
+    erased: ErasedIn | None = None
+    work_files: tuple[str, ...] = ()
+
+
 class ErasureCertificate(_InRun):
     """A data subject was erased everywhere the lakehouse holds data, and an independent scan
     found no identifier of the subject left. Never holds an identifier in clear: the subject
@@ -360,6 +372,7 @@ LedgerEntry = Annotated[
     | Supersession
     | Notification
     | Rollback
+    | ErasureProgress
     | ErasureCertificate
     | LegalHold,
     Field(discriminator="kind"),
@@ -379,6 +392,7 @@ ENTRY_TYPES: tuple[type[LedgerEntryBase], ...] = (
     Supersession,
     Notification,
     Rollback,
+    ErasureProgress,
     ErasureCertificate,
     LegalHold,
 )

@@ -119,7 +119,13 @@ def test_the_erasure_chapter_certifies_checks_again_and_asof_shows_the_subject_r
     assert certificate["verification"]["hits"] == []
     assert erased["recheck"]["hits"] == []
     assert erased["recheck"]["files_scanned"] >= certificate["verification"]["files_scanned"] > 0
-    assert certificate["tables"]["gold.correlations"]["redacted"] == ["entity_a", "entity_b", "evidence"]
+    assert certificate["tables"]["gold.correlations"]["redacted"] == [
+        "entity_a",
+        "entity_b",
+        "evidence",
+        "correlation_id",
+        "superseded_by",
+    ]
     answer = erased["asof"]
     cid = certificate["certificate_id"]
     assert answer["rows"], "the subject's correlations are still known, redacted"
@@ -261,8 +267,8 @@ def test_the_ledger_verifies_and_asof_routes_agree_with_both_readers(demo: Demo)
         assert code == 0, out
         answer = json.loads(out)
         assert answer["rows"], reader
-        if at == published_at and not answer["routes"]["b"]["available"]:
-            # the version served then held the subject the demo erased last
+        if at == published_at:  # the version served then held the subject the demo erased last
+            assert answer["routes"]["b"]["available"] is False, reader
             assert f"history purged by erasure certificate {certificate}" in answer["routes"]["b"]["note"]
             assert answer["routes_agree"] is None
         else:

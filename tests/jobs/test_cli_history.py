@@ -580,7 +580,7 @@ def test_the_ledger_verifies_after_the_erasure_and_its_certificate_holds_digests
     assert len(shown) == redacted[certificate]
     assert all(r["evidence"] == f"redacted:{certificate}" for r in shown)
     erased_in = history["erase"].data["certificate"]["tables"]["gold.correlations"]
-    assert erased_in["redacted"] == ["entity_a", "entity_b", "evidence"]
+    assert erased_in["redacted"] == ["entity_a", "entity_b", "evidence", "correlation_id", "superseded_by"]
     assert history["asof-after-erase"].code == 0
     body = json.dumps(history["erase"].data["certificate"])
     assert not any(i in body for i in {*history.subject["emails"], *history.subject["entities"]})

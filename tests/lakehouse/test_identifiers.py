@@ -32,3 +32,17 @@ def test_spark_tokens_and_salted_digests_equal_the_scans(spark_session: Any, tex
     )
     assert set(row["tokens"]) == tokens(text)
     assert set(row["digests"]) == {identifier_digest("s4lt'; --", token) for token in tokens(text)}
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
+def test_the_erasure_rules_sql_cut_equals_the_scans(spark_session: Any, text: str) -> None:
+    """The raw-text rules of ``workloads.compliance.subject.RULES`` are SQL over a row ``t``."""
+    from workloads.compliance.subject import _tokens_of
+
+    row = (
+        spark_session.createDataFrame([(text,)], "raw string")
+        .alias("t")
+        .selectExpr(f"{_tokens_of('raw')} AS tokens")
+        .first()
+    )
+    assert set(row["tokens"]) == tokens(text)

@@ -48,9 +48,11 @@ from ledger.entries import (
     EngineDeclared,
     ErasedIn,
     ErasureCertificate,
+    ErasureProgress,
     ErasureVerification,
     LedgerEntryBase,
     LedgerSchemaChanged,
+    LegalHold,
     Notification,
     Publication,
     QualityComparison,
@@ -181,6 +183,21 @@ def one_of_each_kind() -> list[LedgerEntryBase]:
             verification=ErasureVerification(roots=("/lake",), files_scanned=12),
             completed_at=T0,
         ),
+        ErasureProgress(
+            run_id="r3",
+            certificate_id="cert-1",
+            table="gold.correlations",
+            erased=ErasedIn(rows=2, redacted=("entity_a",), version=5, versions_purged=(3, 4)),
+        ),
+        LegalHold(
+            hold_id="LH-1",
+            action="placed",
+            by="counsel",
+            reason="case 14",
+            salt="1" * 32,
+            subject_digest="h" * 64,
+            at=T0,
+        ),
     ]
 
 
@@ -199,6 +216,8 @@ def test_every_kind_round_trips_through_its_canonical_body() -> None:
         "notification",
         "rollback",
         "erasure_certificate",
+        "erasure_progress",
+        "legal_hold",
     } <= set(KINDS)
     for entry in entries:
         body = entry.body()

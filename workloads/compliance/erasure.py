@@ -49,13 +49,14 @@ from typing import Final
 from lakehouse.errors import DataQualityError, InjectedFailure, UsageError
 from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import file_path
-from ledger import ErasedIn, ErasureCertificate, ErasureVerification, Ledger, RunStarted
+from ledger import ErasedIn, ErasureCertificate, ErasureProgress, ErasureVerification, Ledger, RunStarted
 from workloads.compliance.holds import open_holds, refuse_if_held
-from workloads.compliance.scan import identifier_digest, scan
+from workloads.compliance.scan import identifier_digest, scan, tokens
 from workloads.compliance.subject import (
     REDACTIONS,
     RULES,
     Subject,
+    addresses_of,
     email_key,
     find_subject,
     key_row,
@@ -283,21 +284,32 @@ def erase(
     progress: Progress | None = None,
     fail_at: ErasureStep | None = None,
 ) -> ErasureResult:
-    """Run ``lakehouse erase`` (the module's steps); a dry run stops after locating. A subject
-    under an open legal hold is refused (exit 5, naming the hold) before anything is written:
-    by the key asked for before Spark reads anything, then by every identifier found."""
+    """Run ``lakehouse erase`` (the module's steps); a dry run stops after locating and ignores
+    legal holds. An erasure of a subject under an open legal hold is refused (exit 5, naming
+    the hold) before anything is written: by the key asked for before the subject is searched,
+    then by every identifier found and every address their entities hold (a merged entity
+    holds other addresses' data too). A request id or reason that names the subject is refused
+    (exit 2): it would stay in the ledger and in the tables' commit history."""
     holds = {} if request.dry_run else open_holds(ledger)
     asked = email_key(request.email) if request.email else str(request.entity).strip()
     refuse_if_held(holds, [asked])
     subject = find_subject(registry, email=request.email, entity=request.entity)
-    refuse_if_held(holds, subject.identifiers)
+    if holds:
+        refuse_if_held(holds, [*subject.identifiers, *addresses_of(registry, subject.entities)])
+    named = {i.lower() for i in subject.identifiers}
+    for flag, value in (("--request", request.request_id), ("--reason", request.reason)):
+        if tokens(value) & named:
+            raise UsageError(
+                f"{flag} names the subject; it would be kept in the ledger: say it without the subject"
+            )
     places = locate(registry, subject, lakehouse_roots(registry, ledger, deliveries), progress)
     if request.dry_run:
         return ErasureResult(places=places, dry_run=True)
     now = ledger.writer.clock.now()
     run_id = new_run_id("erase", now, request.request_id)
-    certificate_id = f"erasure-{run_id.split('-', 1)[1]}"
     attempt = unfinished_attempt(ledger, request.request_id)
+    # a rerun completes the first attempt's erasure: the values it redacted name that id
+    certificate_id = f"erasure-{(attempt.run_ids or (run_id,))[0].split('-', 1)[1]}"
     salt = attempt.salt
     digests = tuple(sorted(set(_digests(salt, subject)) | set(attempt.digests)))
     subject_key = request.email.strip().lower() if request.email else str(request.entity)
@@ -315,6 +327,9 @@ def erase(
         },
     ) as run:
         work_files = _redact(places.work_files, subject, certificate_id)
+        ledger.writer.append(
+            ErasureProgress(run_id=run_id, certificate_id=certificate_id, work_files=work_files)
+        )
         _crash(fail_at, ErasureStep.AFTER_WORK_FILES, run_id)
         keys = key_row(registry.spark, subject, redacted_as(certificate_id)).localCheckpoint()
         reason = f"erasure certificate {certificate_id}: {request.reason}"
@@ -325,6 +340,14 @@ def erase(
                 ErasureStep.AFTER_FIRST_MERGE if first and fail_at is ErasureStep.AFTER_FIRST_MERGE else None
             )
             tables[place.table] = _erase_table(registry, place, keys, run_id, reason, progress, crash)
+            ledger.writer.append(
+                ErasureProgress(
+                    run_id=run_id,
+                    certificate_id=certificate_id,
+                    table=place.table,
+                    erased=tables[place.table],
+                )
+            )
             if first:
                 _crash(fail_at, ErasureStep.AFTER_FIRST_TABLE, run_id)
         _crash(fail_at, ErasureStep.AFTER_TABLES, run_id)
@@ -336,6 +359,8 @@ def erase(
                 f"{len(verification.hits)} place(s), e.g. {verification.hits[0]}; no certificate written"
             )
         _crash(fail_at, ErasureStep.AFTER_VERIFICATION, run_id)
+        tables = merged_tables([*attempt.done, *tables.items()])
+        work_files = tuple(sorted({*attempt.work_files, *work_files}))
         run.counts.update({f"{name}.rows": erased.rows for name, erased in tables.items()})
         run.outputs.update({n: e.version for n, e in tables.items() if e.version is not None and e.rows})
     certificate = ErasureCertificate(
@@ -347,7 +372,7 @@ def erase(
         salt=salt,
         identifier_digests=digests,
         identifiers=subject.counts(),
-        tables=dict(sorted(tables.items())),
+        tables=tables,
         work_files=work_files,
         completes=attempt.run_ids,
         kept=kept_places(deliveries),
@@ -364,11 +389,34 @@ def erase(
 @dataclass(frozen=True)
 class Attempt:
     """Earlier runs of a request that wrote no certificate: the salt and identifier digests of
-    the latest (which include its predecessors'), and their run ids, oldest first."""
+    the latest (which include its predecessors'), their run ids (oldest first), and what they
+    did (their ``erasure_progress`` entries: tables erased, work files redacted)."""
 
     salt: str
     digests: tuple[str, ...] = ()
     run_ids: tuple[str, ...] = ()
+    done: tuple[tuple[str, ErasedIn], ...] = ()
+    work_files: tuple[str, ...] = ()
+
+
+def merged_tables(done: Sequence[tuple[str, ErasedIn]]) -> dict[str, ErasedIn]:
+    """What several runs did to each table, in run order, as one record per table: rows added
+    up, purged versions, files and actions joined, the last run's version."""
+    merged: dict[str, ErasedIn] = {}
+    for table, erased in done:
+        before = merged.get(table)
+        if before is None:
+            merged[table] = erased
+            continue
+        merged[table] = ErasedIn(
+            rows=before.rows + erased.rows,
+            redacted=tuple(dict.fromkeys((*before.redacted, *erased.redacted))),
+            version=erased.version if erased.version is not None else before.version,
+            versions_purged=tuple(sorted({*before.versions_purged, *erased.versions_purged})),
+            files=tuple(sorted({*before.files, *erased.files})),
+            actions=(*before.actions, *erased.actions),
+        )
+    return dict(sorted(merged.items()))
 
 
 def unfinished_attempt(ledger: Ledger, request_id: str) -> Attempt:
@@ -396,7 +444,18 @@ def unfinished_attempt(ledger: Ledger, request_id: str) -> Attempt:
         return Attempt(secrets.token_hex(16))
     found = latest.parameters.get("identifier_digests")
     digests = tuple(str(d) for d in found) if isinstance(found, list) else ()
-    return Attempt(str(latest.parameters["salt"]), digests, tuple(run_ids))
+    steps = [
+        e
+        for e in ledger.reader.entries(kind="erasure_progress")
+        if isinstance(e, ErasureProgress) and e.run_id in run_ids
+    ]
+    return Attempt(
+        str(latest.parameters["salt"]),
+        digests,
+        tuple(run_ids),
+        done=tuple((s.table, s.erased) for s in steps if s.table is not None and s.erased is not None),
+        work_files=tuple(sorted({f for s in steps for f in s.work_files})),
+    )
 
 
 def kept_places(deliveries: Path) -> dict[str, str]:

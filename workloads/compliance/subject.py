@@ -71,10 +71,16 @@ def _replaced(column: str) -> str:
     return f"CASE WHEN array_contains(s.entities, t.{column}) THEN s.replacement ELSE t.{column} END"
 
 
+def _unlinked(column: str) -> str:
+    return f"CASE WHEN t.{column} IS NULL THEN NULL ELSE sha2(concat(t.{column}, s.secret), 256) END"
+
+
 _CORRELATION_SIDES: Final = {
     "entity_a": _replaced("entity_a"),
     "entity_b": _replaced("entity_b"),
     "evidence": "s.replacement",
+    "correlation_id": _unlinked("correlation_id"),
+    "superseded_by": _unlinked("superseded_by"),
 }
 
 REDACTIONS: Final[Mapping[str, Mapping[str, str]]] = {
@@ -84,8 +90,11 @@ REDACTIONS: Final[Mapping[str, Mapping[str, str]]] = {
 """Tables whose matching rows are redacted instead of deleted: column -> its new value (SQL over
 ``t`` and ``s``). A Gold correlation is a fact about two entities; erasing one of them keeps the
 fact for the other (and for counts over time) with the subject's side and the evidence replaced
-by ``redacted:<certificate>`` (:func:`workloads.vocabulary.redacted_as`). Every other table's
-matching rows are deleted."""
+by ``redacted:<certificate>`` (:func:`workloads.vocabulary.redacted_as`). The correlation id
+(and a successor's, ``superseded_by``) is a digest of the two entity ids anyone who knows the
+subject's address could recompute, so it is re-keyed with a secret drawn for the erasure and
+never stored (``s.secret``): the same mapping in the store and its index, so supersession
+chains stay linked, and no way back. Every other table's matching rows are deleted."""
 
 
 @dataclass(frozen=True)
@@ -119,18 +128,22 @@ def email_key(address: str) -> str:
 
 
 def key_row(spark: SparkSession, subject: Subject, replacement: str = "") -> DataFrame:
-    """The one row :data:`RULES` and :data:`REDACTIONS` join with: the identifiers as arrays,
-    and what a redacted value becomes (``replacement``), bound as data."""
+    """The one row :data:`RULES` and :data:`REDACTIONS` join with: the identifiers as arrays
+    (``tokens`` lower-cased, as raw text is cut), what a redacted value becomes
+    (``replacement``) and a fresh secret that re-keys redacted ids (never stored), bound as data."""
+    import secrets
+
     schema = (
         "emails array<string>, orders array<string>, entities array<string>, tokens array<string>, "
-        "replacement string"
+        "replacement string, secret string"
     )
     row = (
         list(subject.emails),
         list(subject.orders),
         list(subject.entities),
-        list(subject.identifiers),
+        sorted({i.lower() for i in subject.identifiers}),
         replacement,
+        secrets.token_hex(32),
     )
     return spark.createDataFrame([row], schema)
 
@@ -164,6 +177,21 @@ def find_subject(registry: TableRegistry, *, email: str | None = None, entity: s
     subject = Subject(tuple(sorted(emails)), tuple(sorted(orders)), tuple(sorted(entities)))
     log.info("subject found: %s", subject.counts())
     return subject
+
+
+def addresses_of(registry: TableRegistry, entities: Sequence[str]) -> set[str]:
+    """Every address (as resolvers key it) any retained Silver version gives one of ``entities``:
+    an entity of a resolver that merges addresses holds other people's keys too."""
+    from pyspark.sql import functions as F
+
+    silver = _every_silver_version(registry)
+    if silver is None or not entities:
+        return set()
+    return set(
+        _values(
+            silver.where(F.col("entity_id").isin(list(entities))), F.lower(F.trim(F.col("customer_email")))
+        )
+    )
 
 
 def _every_silver_version(registry: TableRegistry) -> DataFrame | None:

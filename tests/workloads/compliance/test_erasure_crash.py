@@ -40,6 +40,8 @@ class Chain:
     failed_runs: list[str]
     leftovers: list[str]
     bobs_files: list[str]
+    redacted_ids: set[str]
+    """Every ``redacted:<certificate>`` value in Gold correlations after the rerun."""
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,8 @@ def chain(
     result = erase(lh.registry, ledger, request, deliveries=folder / "history")
     assert result.certificate is not None
     finished = [e for e in ledger.reader.entries(kind="run_finished") if isinstance(e, RunFinished)]
+    gold = lh.registry.get("gold.correlations").read()
+    sides = [r[0] for r in gold.selectExpr("explode(array(entity_a, entity_b))").collect()]
     yield Chain(
         crashes=crashes,
         certificate=result.certificate,
@@ -71,6 +75,7 @@ def chain(
         failed_runs=[e.run_id for e in finished if e.status == "failed" and e.run_id.startswith("erase-")],
         leftovers=files_naming(lh.registry, [SUBJECT, ANN]),
         bobs_files=files_naming(lh.registry, ["bob@example.com"]),
+        redacted_ids={s for s in sides if s.startswith("redacted:")},
     )
     drop_all(lh.registry)
 
@@ -88,3 +93,12 @@ def test_the_rerun_completes_one_erasure_with_one_certificate_and_nothing_left(c
     assert len(chain.failed_runs) == len(ErasureStep)
     assert chain.leftovers == [], "the test's own search finds the subject nowhere"
     assert chain.bobs_files, "other subjects' rows stay"
+
+
+def test_the_certificate_lists_what_every_run_did_under_the_first_runs_id(chain: Chain) -> None:
+    certificate = chain.certificate
+    assert certificate.certificate_id == f"erasure-{chain.failed_runs[0].split('-', 1)[1]}"
+    assert chain.redacted_ids == {f"redacted:{certificate.certificate_id}"}, "the values redacted name it"
+    assert {"bronze.orders", "silver.events", "gold.correlations"} <= set(certificate.tables)
+    assert certificate.tables["gold.correlations"].redacted
+    assert all(e.versions_purged or e.rows for e in certificate.tables.values())
