@@ -1,6 +1,6 @@
 """The erasure tests' own search for a subject (not the product's scan): every file of a
 lakehouse's tables, Parquet rows read with pyarrow and everything else as bytes, plus the
-review files of its work dir."""
+review files of its own replays (the work dir is shared with other tests' lakehouses)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,14 @@ def files_naming(registry: TableRegistry, identifiers: Iterable[str]) -> list[st
     """Every file that holds one of ``identifiers`` (substrings, lower case)."""
     import pyarrow.parquet as pq
 
+    from ledger import LedgerReader
+
     wanted = [i.lower() for i in identifiers]
     folders = [Path(file_path(loc)) for table in registry for loc in table.storage_locations()]
-    folders.append(registry.config.workdir_path / "replays")
+    runs = {r.run_id for r in LedgerReader.for_registry(registry).records() if r.run_id}
+    folders += [registry.config.workdir_path / "replays" / run for run in sorted(runs)]
     found = []
-    for folder in folders:
+    for folder in (f for f in folders if f.exists()):
         for path in (p for p in folder.rglob("*") if p.is_file()):
             if path.suffix == ".parquet":
                 text = json.dumps(pq.read_table(path).to_pylist(), default=str).lower()
