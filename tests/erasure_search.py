@@ -5,6 +5,7 @@ review files of its own replays (the work dir is shared with other tests' lakeho
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -32,3 +33,8 @@ def files_naming(registry: TableRegistry, identifiers: Iterable[str]) -> list[st
             if any(i in text for i in wanted):
                 found.append(str(path))
     return found
+
+
+def words(line: str) -> set[str]:
+    """The values of a JSON or CSV line, lower-cased (the tests' own cut, not the product's)."""
+    return {v for v in re.split(r'[\s",:{}\[\]]+', line.lower()) if v}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import uuid
@@ -31,6 +30,7 @@ import pytest
 from lakehouse.config import LakehouseConfig, TableFormat, load_config
 from tests.cli_runner import instance_env, run_cli
 from tests.conftest import TEST_JAVA_OPTIONS, drop_all
+from tests.erasure_search import words
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -217,8 +217,7 @@ def erased_lines(history: Path, certificate: dict[str, Any]) -> dict[tuple[str, 
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if path.suffix == ".csv" and number == 1:
                 continue
-            values = {v for v in re.split(r'[\s",:{}\[\]]+', line.lower()) if v}
-            if {identifier_digest(salt, v) for v in values} & wanted:
+            if {identifier_digest(salt, v) for v in words(line)} & wanted:
                 found[(relative, number)] = relative.split("/", 1)[0]
     return found
 

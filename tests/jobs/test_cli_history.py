@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import pytest
 from lakehouse.config import LakehouseConfig, load_config
 from tests.cli_runner import instance_env, run_cli
 from tests.conftest import drop_all
-from tests.erasure_search import files_naming
+from tests.erasure_search import files_naming, words
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -299,11 +298,6 @@ def redeliver_orders(
         lines += len(rows)
         named += sum(1 for line in rows if words(line) & identifiers)
     return root, (lines, named)
-
-
-def words(line: str) -> set[str]:
-    """The values of a JSON or CSV line, lower-cased (this test's own cut, not the product's)."""
-    return set(re.split(r'[\s",:{}\[\]]+', line.lower()))
 
 
 def codes(history: History, *names: str) -> dict[str, int]:

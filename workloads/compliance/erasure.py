@@ -51,7 +51,7 @@ from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import file_path
 from ledger import ErasedIn, ErasureCertificate, ErasureProgress, ErasureVerification, Ledger, RunStarted
 from workloads.compliance.holds import open_holds, refuse_if_held
-from workloads.compliance.scan import identifier_digest, scan, tokens
+from workloads.compliance.scan import identifier_digest, scan
 from workloads.compliance.subject import (
     REDACTIONS,
     RULES,
@@ -60,6 +60,7 @@ from workloads.compliance.subject import (
     email_key,
     find_subject,
     key_row,
+    refuse_text_naming,
     tables_with_rules,
 )
 from workloads.runs import new_run_id, recorded_run
@@ -296,12 +297,7 @@ def erase(
     subject = find_subject(registry, email=request.email, entity=request.entity)
     if holds:
         refuse_if_held(holds, [*subject.identifiers, *addresses_of(registry, subject.entities)])
-    named = {i.lower() for i in subject.identifiers}
-    for flag, value in (("--request", request.request_id), ("--reason", request.reason)):
-        if tokens(value) & named:
-            raise UsageError(
-                f"{flag} names the subject; it would be kept in the ledger: say it without the subject"
-            )
+    refuse_text_naming((("--request", request.request_id), ("--reason", request.reason)), subject.identifiers)
     places = locate(registry, subject, lakehouse_roots(registry, ledger, deliveries), progress)
     if request.dry_run:
         return ErasureResult(places=places, dry_run=True)
@@ -336,9 +332,7 @@ def erase(
         tables: dict[str, ErasedIn] = {}
         for place in erasure_order(places.tables):
             first = not tables
-            crash = (
-                ErasureStep.AFTER_FIRST_MERGE if first and fail_at is ErasureStep.AFTER_FIRST_MERGE else None
-            )
+            crash = fail_at if first else None  # only the first table's merge is a crash point
             tables[place.table] = _erase_table(registry, place, keys, run_id, reason, progress, crash)
             ledger.writer.append(
                 ErasureProgress(

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from lakehouse.errors import LegalHoldError, UsageError
 from ledger import Ledger, LegalHold
 from ledger.timeline import legal_holds
-from workloads.compliance.scan import identifier_digest, tokens
-from workloads.compliance.subject import email_key
+from workloads.compliance.scan import identifier_digest
+from workloads.compliance.subject import email_key, refuse_text_naming
 
 log = logging.getLogger(__name__)
 
@@ -37,19 +37,14 @@ class HoldRequest:
     entity: str | None = None
 
     def __post_init__(self) -> None:
-        for flag, value in (("HOLD", self.hold_id), ("--by", self.by), ("--reason", self.reason)):
+        fields = (("HOLD", self.hold_id), ("--by", self.by), ("--reason", self.reason))
+        for flag, value in fields:
             if not value.strip():
                 raise UsageError(f"{flag} is missing or empty")
-        if self.email is not None:
-            email_key(self.email)
         if self.entity is not None and not self.entity.strip():
             raise UsageError("--entity is empty")
-        named = {self.subject_key} if self.subject_key else set()
-        for flag, value in (("HOLD", self.hold_id), ("--by", self.by), ("--reason", self.reason)):
-            if tokens(value) & named:
-                raise UsageError(
-                    f"{flag} names the subject; the ledger keeps it for good: say it without the subject"
-                )
+        key = self.subject_key  # an email that is no address is refused here
+        refuse_text_naming(fields, [key] if key else [])
 
     @property
     def subject_key(self) -> str | None:

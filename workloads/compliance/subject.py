@@ -21,13 +21,14 @@ token by token, so ``alice@x.com`` never matches ``malice@x.com``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import UsageError
 from lakehouse.identifiers import IDENTIFIER_SEPARATORS
 from lakehouse.tables import TableRegistry
+from workloads.compliance.scan import tokens
 from workloads.vocabulary import BRONZE_TABLES, TableName
 
 if TYPE_CHECKING:
@@ -125,6 +126,18 @@ def email_key(address: str) -> str:
     if not key or "@" not in key:
         raise UsageError(f"--subject-email {address!r} is not an email address")
     return key
+
+
+def refuse_text_naming(fields: Iterable[tuple[str, str]], identifiers: Iterable[str]) -> None:
+    """Refuse (exit 2) free text that names the subject: ``fields`` are (flag, text) pairs bound
+    for the ledger or a table's commit history, which keep them for good (and an erasure's
+    verification would then fail forever)."""
+    named = {i.strip().lower() for i in identifiers}
+    for flag, text in fields:
+        if tokens(text) & named:
+            raise UsageError(
+                f"{flag} names the subject; the ledger keeps it for good: say it without the subject"
+            )
 
 
 def key_row(spark: SparkSession, subject: Subject, replacement: str = "") -> DataFrame:
