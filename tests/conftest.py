@@ -47,11 +47,17 @@ GC threads cost two cores more than they return (measured in the closing note of
 INTERPRETED = {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen.wholeStage": "false"}
 """Spark evaluates expressions without generating code: on tests' tiny data, compiling each
 query's code costs more than running it (the suite's builds and replays took 15-30% less,
-measured in the closing note of issue 13's second stop). Users' Spark generates code, so the
-modules that run what users run (:data:`AS_USERS_RUN`) switch it back on."""
+measured in the closing note of issue 13's second stop)."""
+
+NO_PYTHON_CALL_SITES = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
+"""PySpark does not record the Python caller of each ``functions`` and ``Column`` call for
+DataFrame error messages: recording it takes about ten round trips to the JVM instead of one,
+and the reconcile module took 21% less without it (214 s -> 168 s, measured: see the
+suite-time notes in the README). A static setting that only PySpark reads, once per process."""
 
 AS_USERS_RUN = ("tests/test_demo.py", "tests/jobs/test_cli_history.py")
-"""The product-path modules (the demo, every CLI command): Spark's own code generation, as users get it."""
+"""The product-path modules (the demo, every CLI command): Spark's code generation and PySpark's
+call sites, as users get them (the two settings above are for the other modules only)."""
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +71,11 @@ def lakehouse_config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfi
             "workdir": str(workdir),
             "spark.master": "local[2]",
             "spark.shuffle_partitions": 2,
-            "spark.conf": {"spark.sql.adaptive.coalescePartitions.enabled": "true", **INTERPRETED},
+            "spark.conf": {
+                "spark.sql.adaptive.coalescePartitions.enabled": "true",
+                **INTERPRETED,
+                **NO_PYTHON_CALL_SITES,
+            },
             "spark.java_options": os.environ.get("LAKEHOUSE_TEST_JAVA_OPTIONS", TEST_JAVA_OPTIONS),
         },
     )
@@ -81,18 +91,28 @@ def spark_session(lakehouse_config: LakehouseConfig) -> Iterator[object]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def code_generation_as_users_run(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Spark's default code generation for the modules in :data:`AS_USERS_RUN` (SQL settings,
-    changed at runtime on the shared session and put back afterwards)."""
+def spark_as_users_run(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Spark's and PySpark's defaults for the modules in :data:`AS_USERS_RUN`, put back afterwards:
+    code generation is a runtime SQL setting of the shared session; PySpark's call sites are
+    its once-per-process reading of a static setting, so that reading is what changes."""
     if request.node.nodeid not in AS_USERS_RUN:
         yield
         return
     spark = request.getfixturevalue("spark_session")
     for key in INTERPRETED:
         spark.conf.unset(key)  # type: ignore[attr-defined]
+    _record_python_call_sites(True)
     yield
     for key, value in INTERPRETED.items():
         spark.conf.set(key, value)  # type: ignore[attr-defined]
+    _record_python_call_sites(False)
+
+
+def _record_python_call_sites(record: bool) -> None:
+    from pyspark.errors import utils
+
+    assert hasattr(utils, "_enable_debugging_cache"), "PySpark no longer keeps dataFrameDebugging there"
+    utils._enable_debugging_cache = record
 
 
 @pytest.fixture(params=FORMATS, ids=[f.value for f in FORMATS])
