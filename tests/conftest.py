@@ -250,12 +250,16 @@ def module_of(item: pytest.Item) -> str:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules with slow tests first (a stable sort): each worker of a parallel run starts on
     a long history while the short modules fill the gaps at the end. Refuses a reader of the
-    lifecycle that :data:`LIFECYCLE_READERS` does not list."""
+    lifecycle that :data:`LIFECYCLE_READERS` does not list, and a user-path module of
+    :data:`AS_USERS_RUN` that is gone (renamed, it would silently lose Spark's defaults)."""
     unlisted = {module_of(item) for item in items if "lifecycle" in getattr(item, "fixturenames", ())} - set(
         LIFECYCLE_READERS
     )
     if unlisted:
         raise pytest.UsageError(f"add {sorted(unlisted)} to LIFECYCLE_READERS in tests/conftest.py")
+    renamed = [module for module in AS_USERS_RUN if not (REPO / module).is_file()]
+    if renamed:
+        raise pytest.UsageError(f"AS_USERS_RUN in tests/conftest.py names missing modules {renamed}")
     slow = {module_of(item) for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: module_of(item) not in slow)
 
