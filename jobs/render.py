@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from workloads.evaluation import QualityReport
     from workloads.gold.build import GoldReport
     from workloads.gold.entity_index import IndexRefresh
+    from workloads.ml.model import ModelMetrics
     from workloads.replay import (
         AlreadyPublished,
         ApprovalResult,
@@ -448,3 +449,23 @@ def render_history(story: EntityHistory) -> list[Block]:
         columns += ["successor", "reason"]
     title = f"history of entity {story.entity} in {story.table} ({len(story.versions)} row versions)"
     return [title, TableView(rows, columns)]
+
+
+def figure_or_na(value: float | None) -> str:
+    """A measure with three decimals, or ``n/a`` where it is undefined (one class only)."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def render_model_measures(metrics: ModelMetrics, better: bool) -> str:
+    """One line: the held-out measures of a model beside its references, and the verdict."""
+    verdict = (
+        "better than both references"
+        if better
+        else "NOT better than the references: different is not yet better"
+    )
+    return (
+        f"ROC AUC {figure_or_na(metrics.roc_auc)} "
+        f"(confidence alone {figure_or_na(metrics.confidence_roc_auc)}), "
+        f"PR AUC {figure_or_na(metrics.pr_auc)}, Brier {metrics.brier:.4f} "
+        f"(base rate {metrics.base_rate_brier:.4f}): {verdict}"
+    )

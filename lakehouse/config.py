@@ -101,6 +101,20 @@ class IcebergCatalogSettings(StrictModel):
         return value
 
 
+class MlflowSettings(StrictModel):
+    """Where ML runs, datasets and models are tracked (W4/W5).
+
+    By default MLflow runs embedded: tracking and the model registry on a SQLite file under
+    the work dir, artifacts beside it, nothing to start. ``tracking_uri`` (a team's MLflow
+    server, ``http://mlflow:5000``) replaces both; ``registry_uri`` defaults to it.
+    """
+
+    tracking_uri: str | None = None
+    registry_uri: str | None = None
+    experiment: str = "lakehouse-replay"
+    """Experiment name; a lakehouse with an ``instance`` gets ``<experiment>-<instance>``."""
+
+
 class TableSettings(StrictModel):
     """One table as configured: where it lives, what it holds and how it is laid out."""
 
@@ -143,6 +157,7 @@ class LakehouseConfig(StrictModel):
     spark: SparkSettings = Field(default_factory=SparkSettings)
     jars: JarSettings = Field(default_factory=JarSettings)
     iceberg: IcebergCatalogSettings = Field(default_factory=IcebergCatalogSettings)
+    mlflow: MlflowSettings = Field(default_factory=MlflowSettings)
     zone_formats: dict[Zone, TableFormat] = Field(default_factory=_default_zone_formats)
     force_format: TableFormat | None = None
     instance: str = ""
@@ -195,6 +210,23 @@ class LakehouseConfig(StrictModel):
     @property
     def iceberg_warehouse_uri(self) -> str:
         return _as_uri(self.iceberg.warehouse) if self.iceberg.warehouse else self.warehouse_uri
+
+    @property
+    def mlflow_home(self) -> Path:
+        """The embedded MLflow store's folder: ``mlflow.db`` and ``artifacts/``."""
+        return self.workdir_path / "mlflow"
+
+    @property
+    def mlflow_tracking_uri(self) -> str:
+        """The configured tracking server, or the embedded SQLite store under the work dir."""
+        if self.mlflow.tracking_uri:
+            return self.mlflow.tracking_uri
+        return f"sqlite:///{self.mlflow_home / 'mlflow.db'}"
+
+    @property
+    def mlflow_experiment(self) -> str:
+        """This lakehouse's experiment: one per instance, so lakehouses sharing a store stay apart."""
+        return f"{self.mlflow.experiment}-{self.instance}" if self.instance else self.mlflow.experiment
 
     @property
     def jar_cache_path(self) -> Path:

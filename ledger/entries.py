@@ -200,6 +200,24 @@ class QualityComparison(_InRun):
     report: dict[str, JsonValue] = Field(default_factory=dict)
 
 
+class CalibrationMeasured(_InRun):
+    """How well one engine release's probabilities matched the outcomes that arrived later (W5).
+
+    One per ``lakehouse calibrate`` run: per scope (a correlation type) the figures before
+    and after the fitted calibrator (``workloads.evaluation.calibration``), whether the
+    scope's ECE passed its declared threshold (a divergence, flagged), and the registered
+    calibrator model version, or why none was fitted. Figures only, never an identifier.
+    """
+
+    kind: Literal["calibration_measured"] = "calibration_measured"
+    engine: str
+    table: str
+    label_horizon_days: int
+    scopes: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
+    flagged: tuple[str, ...] = ()
+    """Scopes whose ECE exceeded their threshold."""
+
+
 class Approval(_InRun):
     """A person approved (or rejected) a run's candidate for publication."""
 
@@ -367,6 +385,7 @@ LedgerEntry = Annotated[
     | DiffManifest
     | ReconciliationDecision
     | QualityComparison
+    | CalibrationMeasured
     | Approval
     | Publication
     | Supersession
@@ -387,6 +406,7 @@ ENTRY_TYPES: tuple[type[LedgerEntryBase], ...] = (
     DiffManifest,
     ReconciliationDecision,
     QualityComparison,
+    CalibrationMeasured,
     Approval,
     Publication,
     Supersession,

@@ -21,6 +21,7 @@ WORKLOAD_ORDER = [
     {"silver"},
     {"gold"},
     {"replay", "asof"},
+    {"ml"},
     {"compliance"},
     {"pipeline"},
     {"synthetic"},

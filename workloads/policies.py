@@ -1,7 +1,8 @@
-"""The policy file (``conf/policies.yaml``): where it is, and its ``protection`` section.
+"""The policy file (``conf/policies.yaml``): where it is, its ``protection`` and ``calibration`` sections.
 
 The ``lateness`` section is read by :mod:`workloads.silver.lateness`; ``protection`` (how long
-the format's history must stay readable for audits) here.
+the format's history must stay readable for audits) and ``calibration`` (when a scope's
+calibration error is a divergence to flag) here.
 """
 
 from __future__ import annotations
@@ -41,3 +42,29 @@ def load_protection_policy(path: Path = DEFAULT_POLICY_PATH) -> ProtectionPolicy
     policy = validate_file(_ProtectionSection, path, {"protection": document["protection"]}).protection
     log.debug("protection policy from %s: %s", path, policy)
     return policy
+
+
+class CalibrationPolicy(StrictModel):
+    """When a scope's measured calibration error is a divergence (seed 004: measured, flagged)."""
+
+    ece_threshold: float = Field(gt=0, le=1)
+    """A scope whose equal-width ECE exceeds this is flagged in the report and the ledger."""
+    scope_thresholds: dict[str, float] = Field(default_factory=dict)
+    """Per-scope thresholds (``correlation_type`` -> ECE) that replace ``ece_threshold``."""
+    label_horizon_days: int = Field(default=90, ge=1)
+    """How long after a decision an outcome still counts as its outcome (``--label-horizon``)."""
+
+    def threshold(self, scope: str) -> float:
+        return self.scope_thresholds.get(scope, self.ece_threshold)
+
+
+class _CalibrationSection(StrictModel):
+    calibration: CalibrationPolicy
+
+
+def load_calibration_policy(path: Path = DEFAULT_POLICY_PATH) -> CalibrationPolicy:
+    """Read the ``calibration:`` section of a policies YAML file (one-line errors name the key)."""
+    document = read_yaml_mapping(path, what="policy file")
+    if not isinstance(document.get("calibration"), dict):
+        raise ConfigError(f"{path}: no 'calibration' mapping (calibration.ece_threshold)")
+    return validate_file(_CalibrationSection, path, {"calibration": document["calibration"]}).calibration

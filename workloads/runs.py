@@ -122,6 +122,8 @@ class RunLog:
     run_id: str
     outputs: dict[str, int] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    content_hashes: dict[str, str] = field(default_factory=dict)
+    """Output table -> :func:`lakehouse.digest.canonical_hash` of what the run wrote, when computed."""
 
 
 @contextmanager
@@ -165,7 +167,10 @@ def recorded_run(
         RunFinished(
             run_id=run_id,
             status="ok",
-            outputs={name: OutputWritten(version=v) for name, v in sorted(run.outputs.items())},
+            outputs={
+                name: OutputWritten(version=v, content_hash=run.content_hashes.get(name))
+                for name, v in sorted(run.outputs.items())
+            },
             counts=dict(sorted(run.counts.items())),
         )
     )

@@ -35,6 +35,13 @@ CSV_FEEDS: Final[frozenset[Feed]] = frozenset({Feed.SETTLEMENTS})
 """Feeds delivered as CSV with a header row; all others are JSON lines."""
 
 
+class OutcomeLabel(StrEnum):
+    """A confirmed outcome of an order, as the ``outcomes`` feed delivers it (Silver ``label``)."""
+
+    FRAUD = "fraud"
+    CHARGEBACK = "chargeback"
+
+
 class Fate(StrEnum):
     """Where one Bronze line ends up; every line has exactly one (conservation)."""
 
@@ -172,6 +179,8 @@ class TableName(StrEnum):
     BASELINES = "gold.baselines"
     CORRELATIONS = "gold.correlations"
     CORRELATIONS_BY_ENTITY = "gold.correlations_by_entity"
+    TRAINING_SETS = "gold.training_sets"
+    CALIBRATION_REPORTS = "gold.calibration_reports"
     MANIFESTS = "ops.manifests"
     QUARANTINE = "ops.quarantine"
     EXCEPTIONS = "ops.exceptions"

@@ -44,6 +44,7 @@ from ledger.clock import FixedClock
 from ledger.entries import (
     KINDS,
     Approval,
+    CalibrationMeasured,
     DiffManifest,
     EngineDeclared,
     ErasedIn,
@@ -189,6 +190,14 @@ def one_of_each_kind() -> list[LedgerEntryBase]:
             table="gold.correlations",
             erased=ErasedIn(rows=2, redacted=("entity_a",), version=5, versions_purged=(3, 4)),
         ),
+        CalibrationMeasured(
+            run_id="r4",
+            engine="correlation@1",
+            table="gold.correlations",
+            label_horizon_days=90,
+            scopes={"shared_card": {"ece_uniform": 0.12, "flagged": True}},
+            flagged=("shared_card",),
+        ),
         LegalHold(
             hold_id="LH-1",
             action="placed",
@@ -218,6 +227,7 @@ def test_every_kind_round_trips_through_its_canonical_body() -> None:
         "erasure_certificate",
         "erasure_progress",
         "legal_hold",
+        "calibration_measured",
     } <= set(KINDS)
     for entry in entries:
         body = entry.body()
