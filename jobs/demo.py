@@ -23,7 +23,8 @@ HELP = (
     "run the demo story on the embedded default: history -> Bronze -> Silver -> Gold, "
     "then the ER v3 restatement (replay with both versions' quality, approve, publish, rollback, re-publish) "
     "and the correlation v2 re-scoring (published once correlation@2 is in effect, compared before), "
-    "then a data subject's erasure (dry run, erase, certificate, verify again, asof)"
+    "then the ML path (a point-in-time training set, the fraud model, calibration against later outcomes) "
+    "and a data subject's erasure (dry run, erase, certificate, verify again, asof)"
 )
 
 
@@ -87,9 +88,67 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
     rescored = report.chapters.rescoring
     if rescored is not None:
         lines += _rescoring(rescored)
+    learnt = report.chapters.machine_learning
+    if learnt is not None:
+        lines += _machine_learning(learnt)
     erased = report.chapters.erasure
     if erased is not None:
         lines += _erasure(erased)
+    return lines
+
+
+def _machine_learning(learnt: demo.MachineLearning) -> list[Block]:
+    """The ML chapter: the training set, the model against its references, each release's calibration."""
+    from jobs.render import render_model_measures
+
+    built = learnt.training_set
+    lines: list[Block] = [
+        "",
+        f"for ML teams (W4, W5): training set {built.training_set_id} as known at {built.as_of.isoformat()}: "
+        f"{built.rows} decision points ({built.positives} with an outcome within {built.label_horizon_days} "
+        f"days, {built.censored} censored), {built.table}@{built.version}",
+    ]
+    if learnt.model is not None:
+        model = learnt.model
+        lines.append(
+            f"model {model.model_name} v{model.model_version}: "
+            + render_model_measures(model.metrics, model.better_than_references)
+        )
+    else:
+        lines.append(f"model not trained: {learnt.model_refused}")
+    rows: list[dict[str, Any]] = []
+    for calibration in learnt.calibrations:
+        for s in calibration.scopes:
+            rows.append(
+                {
+                    "release": calibration.engine,
+                    "scope": s.scope,
+                    "decisions": s.decisions,
+                    "confirmed": s.positives,
+                    "brier": f"{s.before.brier:.4f}",
+                    "ece": f"{s.before.ece_uniform:.4f}",
+                    "flagged": "yes" if s.flagged else "no",
+                    "calibrated brier": f"{s.after.brier:.4f}" if s.after else "-",
+                    "calibrated ece": f"{s.after.ece_uniform:.4f}" if s.after else "-",
+                    "calibrator": (
+                        f"{s.calibrator['model']} v{s.calibrator['model_version']} ({s.calibrator['method']})"
+                        if s.calibrator
+                        else "refused"
+                    ),
+                }
+            )
+    columns = ["release", "scope", "decisions", "confirmed", "brier", "ece", "flagged"]
+    columns += ["calibrated brier", "calibrated ece", "calibrator"]
+    lines += ["", "calibration against later outcomes (ECE on equal-width bins; after = out-of-fold):"]
+    lines.append(TableView(rows, columns))
+    for calibration in learnt.calibrations:
+        for s in calibration.scopes:
+            if s.refused:
+                lines.append(f"  {calibration.engine} {s.scope}: {s.refused}")
+            lines.append(f"  reliability diagram {calibration.engine} {s.scope}: {s.figure}")
+    for release, why in learnt.not_calibrated.items():
+        lines.append(f"  {release} not calibrated: {why}")
+    lines.append(f"MLflow UI: {learnt.mlflow_ui}")
     return lines
 
 

@@ -109,6 +109,32 @@ def test_the_correlation_v2_rescoring_runs_after_the_er_restatement_on_its_entit
         assert rescored["publication"]["status"] == "published"
 
 
+def test_the_ml_chapter_trains_from_history_and_calibrates_each_release(demo: Demo) -> None:
+    """A training set as known now, the model (or the refusal that names too few positives),
+    and correlation@1 calibrated against later outcomes; the erasure after it reaches the
+    training set (the subject's decisions are in it)."""
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    learnt = demo.report["chapters"]["machine_learning"]
+    built = learnt["training_set"]
+    assert built["rows"] > 0
+    assert built["mlflow_run_id"]
+    if learnt["model"] is None:
+        assert "positive decision(s)" in learnt["model_refused"]
+    else:
+        assert learnt["model"]["training_set_id"] == built["training_set_id"]
+    calibrated = {c["engine"]: c for c in learnt["calibrations"]}
+    assert "correlation@1" in calibrated
+    assert set(calibrated) | set(learnt["not_calibrated"]) == {"correlation@1", "correlation@2"}
+    for scope in calibrated["correlation@1"]["scopes"]:
+        assert scope["decisions"] > 0
+        assert Path(scope["figure"]).read_bytes()[:4] == b"\x89PNG"
+        assert scope["calibrator"] is not None or scope["refused"]
+    erased = demo.report["chapters"]["erasure"]
+    found = {t["table"] for t in erased["dry_run"]["tables"] if t["current_rows"]}
+    assert "gold.training_sets" in found
+    assert "gold.training_sets" in erased["certificate"]["tables"]
+
+
 def test_the_erasure_chapter_certifies_checks_again_and_asof_shows_the_subject_redacted(demo: Demo) -> None:
     assert demo.returncode == 0, demo.stderr[-3000:]
     erased = demo.report["chapters"]["erasure"]

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from workloads.bronze.ingest import IngestReport
     from workloads.compliance import Places
     from workloads.gold.build import GoldReport
+    from workloads.ml.calibrate import Calibration
+    from workloads.ml.training import TrainedModel
+    from workloads.ml.training_set import TrainingSet
     from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
     from workloads.replay.plan import CorrectionPlan
     from workloads.replay.scope import ReplayScope
@@ -140,12 +143,28 @@ class Erasure:
 
 
 @dataclass(frozen=True)
+class MachineLearning:
+    """The ML team's path (W4, W5): a point-in-time training set as known now, the fraud model
+    trained and measured on it, and each correlation release's confidence calibrated against
+    the outcomes that arrived later (a release with nothing to calibrate says why)."""
+
+    training_set: TrainingSet
+    model: TrainedModel | None
+    model_refused: str | None
+    calibrations: tuple[Calibration, ...]
+    not_calibrated: Mapping[str, str]
+    """Release -> why it was not calibrated (no decisions serving, say)."""
+    mlflow_ui: str
+
+
+@dataclass(frozen=True)
 class Chapters:
     """The demo's chapters; all but ``medallion`` are None with ``--no-restate``."""
 
     medallion: Medallion
     restatement: Restatement | StoppedRestatement | None = None
     rescoring: Rescoring | None = None
+    machine_learning: MachineLearning | None = None
     erasure: Erasure | None = None
 
 
@@ -460,8 +479,57 @@ def run_demo(
     story = medallion(registry, ledger, clock, workdir / "history", settings, progress, gate, pins)
     restated = restatement(registry, ledger, clock, progress) if settings.restate else None
     rescored = rescoring(registry, ledger, clock, progress) if settings.restate else None
+    learnt = machine_learning(registry, ledger, clock, workdir, progress) if settings.restate else None
     erased = erasure(registry, ledger, clock, workdir / "history", progress) if settings.restate else None
-    return DemoReport(tables=describe_tables(registry), chapters=Chapters(story, restated, rescored, erased))
+    chapters = Chapters(story, restated, rescored, learnt, erased)
+    return DemoReport(tables=describe_tables(registry), chapters=chapters)
+
+
+def machine_learning(
+    registry: TableRegistry, ledger: Ledger, clock: Clock, workdir: Path, progress: Progress
+) -> MachineLearning:
+    """training-set (as known now, 90-day labels) -> train -> calibrate every correlation release."""
+    from lakehouse.errors import UsageError
+    from ledger.engines import load_engines
+    from workloads.ml.calibrate import calibrate
+    from workloads.ml.point_in_time import TrainingWindow
+    from workloads.ml.tracking import open_tracking
+    from workloads.ml.training import train_model
+    from workloads.ml.training_set import build_training_set
+    from workloads.policies import load_calibration_policy
+    from workloads.runs import DEFAULT_ENGINES
+
+    tracking = open_tracking(registry.config)
+    policy = load_calibration_policy()
+    progress("ML: a point-in-time training set as known now")
+    window = TrainingWindow(as_of=clock.now(), horizon_days=policy.label_horizon_days)
+    built = build_training_set(registry, ledger, clock, window, tracking, progress=progress)
+    model: TrainedModel | None = None
+    refused: str | None = None
+    try:
+        model = train_model(registry, ledger, clock, tracking, built.training_set_id, progress=progress)
+    except UsageError as exc:
+        refused = str(exc)
+    calibrations: list[Calibration] = []
+    skipped: dict[str, str] = {}
+    for spec in load_engines(DEFAULT_ENGINES).versions("correlation"):
+        progress(f"ML: calibrating {spec.ref} against later outcomes")
+        try:
+            calibrations.append(
+                calibrate(
+                    registry,
+                    ledger,
+                    clock,
+                    tracking,
+                    spec.ref,
+                    policy,
+                    figures=workdir / "calibration",
+                    progress=progress,
+                )
+            )
+        except UsageError as exc:
+            skipped[spec.ref] = str(exc)
+    return MachineLearning(built, model, refused, tuple(calibrations), skipped, tracking.ui_command())
 
 
 def subject_with_correlations(registry: TableRegistry) -> str | None:
