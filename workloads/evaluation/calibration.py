@@ -484,6 +484,18 @@ class FittedCalibrator:
         """Whether the chosen method's cross-validated Brier beats the probabilities as they are."""
         return self.cv_brier[self.method] < self.uncalibrated_brier
 
+    def declared_map(self) -> dict[str, Any]:
+        """The whole learnt map as plain numbers, for an engine that applies it without the
+        estimator: Platt's slope, intercept and clip, or the isotonic thresholds (``x`` -> ``y``,
+        linear between them, constant outside)."""
+        if self.method == "platt":
+            return {"method": "platt", **self.parameters(), "clip": PLATT_CLIP}
+        return {
+            "method": "isotonic",
+            "x": [float(x) for x in self.estimator.X_thresholds_],
+            "y": [float(y) for y in self.estimator.y_thresholds_],
+        }
+
     def parameters(self) -> dict[str, float | int]:
         """What the fitted estimator learnt, in a few numbers: Platt's slope and intercept
         on ``logit(p)``, or how many steps the isotonic map has."""

@@ -434,3 +434,25 @@ def test_improves_says_whether_the_calibrator_beats_the_probabilities_as_they_ar
     flat = fit_calibrator([0, 1] * 20, [0.5] * 40)
     assert flat.cv_brier[flat.method] == pytest.approx(flat.uncalibrated_brier)
     assert not flat.improves()
+
+
+@pytest.mark.parametrize(
+    "world",
+    [
+        sample(0, 100, lambda p: 1 / (1 + np.exp(-(2 * logit(p) + 0.5)))),
+        sample(0, 500, lambda p: np.where(p < 0.5, 0.1, 0.9)),
+    ],
+    ids=["platt", "isotonic"],
+)
+def test_the_declared_map_reproduces_the_calibrator_without_its_estimator(world: Sample) -> None:
+    """What a calibrated correlation release declares is the whole map, by hand here."""
+    calibrator = fit_calibrator(*world)
+    declared = calibrator.declared_map()
+    assert json.loads(json.dumps(declared)) == declared
+    probe = np.array([0.0, 1e-9, 0.05, 0.3, 0.5, 0.77, 0.999, 1.0])
+    if declared["method"] == "platt":
+        q = np.clip(probe, declared["clip"], 1 - declared["clip"])
+        by_hand = 1 / (1 + np.exp(-(declared["slope"] * logit(q) + declared["intercept"])))
+    else:
+        by_hand = np.interp(probe, declared["x"], declared["y"])
+    np.testing.assert_allclose(calibrator.predict(probe), by_hand, rtol=1e-12, atol=1e-12)
