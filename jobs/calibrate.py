@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -45,6 +46,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long after valid_from an outcome still counts, e.g. 90d (default: the policy's)",
     )
     parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    parser.add_argument(
+        "--declare",
+        action="store_true",
+        help="declare the next correlation release with the registered calibrators (model versions "
+        "pinned) in --engines, and write the plan that replays history under it",
+    )
+    parser.add_argument(
+        "--effective-from",
+        dest="effective_from",
+        type=date.fromisoformat,
+        help="--declare: the date the recalibrated release takes effect (default: today; after every "
+        "declared version of the engine)",
+    )
+    parser.add_argument(
+        "--plan-template",
+        type=Path,
+        default=Path("conf/plans/correlation-v2-rescoring.yaml"),
+        help="--declare: the plan whose answer, checks and publication rules the replay plan takes",
+    )
     add_policies_argument(parser)
 
 
@@ -53,6 +73,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from lakehouse.expressions import parse_instant
     from ledger.engines import load_engines
     from workloads.engines.correlation import ASSETS
+    from workloads.engines.correlation_calibrated import BASES
     from workloads.ml.point_in_time import label_horizon_days
     from workloads.ml.tracking import check_reachable, tracking_for
     from workloads.policies import load_calibration_policy
@@ -63,6 +84,19 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     if not any(p.split(":")[0] == decided for p in spec.produces):
         raise UsageError(
             f"--engine {spec.ref} produces {', '.join(spec.produces) or 'nothing'}, not {decided}"
+        )
+    if args.declare and spec.ref not in BASES:
+        raise UsageError(
+            f"--declare: calibrate a base release ({', '.join(sorted(BASES))}); {spec.ref} is not one"
+        )
+    if args.declare and not args.plan_template.is_file():
+        raise UsageError(f"--plan-template {args.plan_template}: no such file")
+    effective = args.effective_from or datetime.now(UTC).date()
+    latest = load_engines(args.engines).versions(name)[-1]
+    if args.declare and effective <= latest.effective_from:
+        raise UsageError(
+            f"--declare: a new {name} release must take effect after {latest.ref} ({latest.effective_from}); "
+            f"pass --effective-from after it, or recalibrate once {latest.ref} is in force"
         )
     if args.scope is not None and args.scope not in ASSETS:
         raise UsageError(
@@ -123,7 +157,26 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             lines.append(f"  no calibrator: {s.refused}")
         lines.append(f"  reliability diagram: {s.figure}")
     lines.append(f"report: {result.reports_table}@{result.reports_version}")
-    return Outcome(data=result, lines=lines)
+    if not args.declare:
+        return Outcome(data=result, lines=lines)
+
+    from workloads.ml.calibrate import declare_recalibration
+
+    declared, entry = declare_recalibration(
+        args.engines,
+        spec,
+        result,
+        effective_from=effective,
+        template=args.plan_template,
+        plans=ctx.config.workdir_path / "plans",
+    )
+    ctx.ledger.writer.append(entry)
+    lines += [
+        f"declared {declared.engine} in {args.engines}: {declared.base} with the calibrators "
+        + ", ".join(f"{name} v{version}" for name, version in sorted(declared.model_versions.items())),
+        f"replay history under it: lakehouse replay --plan {declared.plan_path}",
+    ]
+    return Outcome(data=replace(result, declared=declared), lines=lines)
 
 
 if __name__ == "__main__":

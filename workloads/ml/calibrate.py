@@ -1,10 +1,11 @@
 """``lakehouse calibrate --engine NAME@VERSION``: one release's confidence against later outcomes (W5).
 
 A recorded run joins every decision of the release (:mod:`workloads.ml.correlation_outcomes`)
-to the outcomes that arrived later, as the lake knows them at T, and per scope (correlation
-type) measures the calibration (:mod:`workloads.evaluation.calibration`: reliability bins
-with Wilson intervals, Brier, ECE on equal-width and equal-mass bins, log loss). A scope whose
-ECE exceeds its threshold (``calibration`` in ``conf/policies.yaml``) is flagged: a measured
+to the outcomes that arrived later, as the lake knows them at T, and per scope (each
+correlation type, and the whole release pooled as scope ``all``) measures the calibration
+(:mod:`workloads.evaluation.calibration`: reliability bins with Wilson intervals, Brier, ECE
+on equal-width and equal-mass bins, log loss). A scope whose ECE exceeds its threshold
+(``calibration`` in ``conf/policies.yaml``) is flagged: a measured
 divergence, in the report and in the ledger.
 
 Per scope it then fits a calibrator (isotonic or Platt, by cross-validated Brier) when there
@@ -26,14 +27,15 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.errors import UsageError
 from lakehouse.frames import materialize
 from ledger.clock import utc
-from ledger.entries import CalibrationMeasured
+from ledger.engines import EngineSpec
+from ledger.entries import CalibrationMeasured, EngineDeclared
 from workloads.evaluation import calibration as measure
 from workloads.ml.correlation_outcomes import decision_outcomes, engine_decisions
 from workloads.ml.tracking import Tracking, mlflow_run
@@ -47,13 +49,37 @@ if TYPE_CHECKING:
     from lakehouse.tables import TableRegistry
     from ledger import Clock, Ledger
 
-__all__ = ["CALIBRATOR_MODEL", "Calibration", "ScopeCalibration", "calibrate"]
+__all__ = [
+    "CALIBRATOR_MODEL",
+    "Calibration",
+    "Recalibration",
+    "ScopeCalibration",
+    "calibrate",
+    "declare_recalibration",
+    "recalibration_plan",
+    "scope_groups",
+]
 
 log = logging.getLogger(__name__)
 
 CALIBRATOR_MODEL: Final = "confidence-calibration"
 """Registered calibrators are ``confidence-calibration-<scope>`` (plus the lakehouse instance)."""
 DECIDED_TABLE: Final = TableName.CORRELATIONS
+WHOLE_RELEASE: Final = "all"
+"""The scope of every decision of the release pooled (reported beside each correlation type)."""
+
+
+def scope_groups(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Each correlation type's decisions, then the whole release's (when it has several types).
+
+    The pooled scope is the release-level report the design asks for, and its calibrator is
+    the one a recalibrated release applies to a type too small for its own: at a few hundred
+    entities a type yields a few dozen decisions, below the fitting minimum on its own.
+    """
+    groups = [
+        (str(name), group) for name, group in sorted(frame.groupby("scope"), key=lambda item: str(item[0]))
+    ]
+    return [*groups, (WHOLE_RELEASE, frame)] if len(groups) > 1 else groups
 
 
 @dataclass(frozen=True)
@@ -95,6 +121,17 @@ class ScopeCalibration:
 
 
 @dataclass(frozen=True)
+class Recalibration:
+    """A correlation release declared from a calibration, and the plan that replays history under it."""
+
+    engine: str
+    base: str
+    model_versions: dict[str, str]
+    plan: str
+    plan_path: str
+
+
+@dataclass(frozen=True)
 class Calibration:
     """One calibration run of one engine release."""
 
@@ -108,7 +145,9 @@ class Calibration:
     reports_version: int
     mlflow_run_id: str
     model_versions: dict[str, int]
-    """Registered calibrator -> version: what a ``confidence_calibration`` release would pin."""
+    """Registered calibrator -> version: what a recalibrated release pins (``--declare``)."""
+    declared: Recalibration | None = None
+    """The release declared from it and its replay plan (``lakehouse calibrate --declare``)."""
 
     @property
     def flagged(self) -> tuple[str, ...]:
@@ -213,7 +252,7 @@ def calibrate(
         mlflow.log_params({k: str(v) for k, v in parameters.items()})
         scopes = tuple(
             _calibrate_scope(tracking, name, group, policy.threshold(name), folder, say)
-            for name, group in sorted(frame.groupby("scope"), key=lambda item: str(item[0]))
+            for name, group in scope_groups(frame)
         )
         flagged = tuple(s.scope for s in scopes if s.flagged)
         ledger.writer.append(
@@ -340,6 +379,7 @@ def _register(tracking: Tracking, scope: str, fitted: measure.FittedCalibrator) 
         "model": name,
         "model_version": int(registered.version),
         "input": "p" if fitted.method == "isotonic" else f"logit(clip(p, {measure.PLATT_CLIP}))",
+        "map": fitted.declared_map(),
     }
 
 
@@ -389,3 +429,84 @@ def _report_rows(
             )
         )
     return table.spark.createDataFrame(rows, table.spec.schema())
+
+
+CALIBRATED_IMPLEMENTATION: Final = "workloads.engines.correlation_calibrated:correlate_calibrated"
+"""The producer a recalibrated correlation release runs (the base release plus declared maps)."""
+
+
+def recalibration_plan(
+    template: dict[str, Any], *, base: EngineSpec, new: EngineSpec, calibration: Calibration
+) -> dict[str, Any]:
+    """A correction plan from ``base`` to the recalibrated ``new`` release: the template's
+    answer, checks and publication rules (who approves, who must acknowledge), this change."""
+    models = ", ".join(f"{name} v{version}" for name, version in sorted(calibration.model_versions.items()))
+    return {
+        **template,
+        "plan": f"correlation-v{new.version}-recalibration",
+        "purpose": "correction",
+        "description": (
+            f"Replay history under {new.ref}: {base.ref}'s correlations with confidences recalibrated "
+            f"against the outcomes that arrived later (calibrate run {calibration.run_id}: {models})."
+        ),
+        "engine_change": {
+            "engine": base.name,
+            "from": str(base.version),
+            "to": str(new.version),
+            "downstream": [],
+        },
+        "range": {"event_from": None, "event_until": None, "pins": {}},
+    }
+
+
+def declare_recalibration(
+    engines_path: Path,
+    base: EngineSpec,
+    calibration: Calibration,
+    *,
+    effective_from: date,
+    template: Path,
+    plans: Path,
+) -> tuple[Recalibration, EngineDeclared]:
+    """Declare the next correlation release (the base release's parameters plus every
+    registered calibrator's map, its model versions pinned) and write the plan that replays
+    history under it. The caller appends the returned ledger entry."""
+    import yaml
+
+    from ledger.engines import declare, load_engines
+
+    calibrators = {s.scope: s.calibrator["map"] for s in calibration.scopes if s.calibrator}
+    if not calibrators:
+        raise UsageError(
+            f"--declare: no scope of {calibration.engine} has a registered calibrator "
+            f"(see the report of {calibration.run_id}): nothing to declare"
+        )
+    models = {
+        str(s.calibrator["model"]): str(s.calibrator["model_version"])
+        for s in calibration.scopes
+        if s.calibrator
+    }
+    entry = declare(
+        engines_path,
+        name=base.name,
+        implementation=CALIBRATED_IMPLEMENTATION,
+        effective_from=effective_from,
+        description=(
+            f"{base.ref} with confidences recalibrated against later outcomes (confidence calibration of "
+            f"calibrate run {calibration.run_id}; {', '.join(sorted(calibrators))})"
+        ),
+        parameters={**dict(base.parameters), "base": base.ref, "calibrators": calibrators},
+        model_versions=models,
+        consumes=base.consumes,
+        produces=base.produces,
+        run_id=calibration.run_id,
+    )
+    new = load_engines(engines_path).resolve(base.name, entry.engine.version)
+    plan = recalibration_plan(
+        yaml.safe_load(template.read_text()), base=base, new=new, calibration=calibration
+    )
+    plans.mkdir(parents=True, exist_ok=True)
+    path = plans / f"{plan['plan']}.yaml"
+    path.write_text(yaml.safe_dump(plan, sort_keys=False))
+    log.info("declared %s from %s; plan %s", new.ref, calibration.run_id, path)
+    return Recalibration(new.ref, base.ref, models, plan["plan"], str(path)), entry

@@ -106,8 +106,13 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
     serving = registry.get(plan.answer.table).read(as_of=setup.pins[plan.answer.table])
     current = serving.where(cand.is_current() & sc.in_range(F.col("valid_from"), setup.bounds))
     serving_in_scope = materialize(sc.involving(current, recompute))
+    recalibrated = "calibrators" in engines.new.parameters
     reasons = cand.Reasons.of(
-        plan=plan.plan, run_id=setup.run_id, change=engines.change, new_engine=engines.new.ref
+        plan=plan.plan,
+        run_id=setup.run_id,
+        change=engines.change,
+        new_engine=engines.new.ref,
+        verb="recalibrated" if recalibrated else "restated",
     )
     classified = cand.classify(
         serving_in_scope, recomputed, sc.entity_mapping(events), reasons=reasons, built_at=built_at

@@ -82,10 +82,12 @@ class Reasons:
     no_longer: str
 
     @classmethod
-    def of(cls, *, plan: str, run_id: str, change: str, new_engine: str) -> Reasons:
+    def of(cls, *, plan: str, run_id: str, change: str, new_engine: str, verb: str = "restated") -> Reasons:
+        """``verb`` says what kind of restatement it is: ``recalibrated`` when the new release
+        only maps confidences through calibrators (``lakehouse calibrate --declare``)."""
         tail = f"(plan {plan}, run {run_id}: {change})"
         return cls(
-            superseded=f"restated under {new_engine} {tail}",
+            superseded=f"{verb} under {new_engine} {tail}",
             merged=f"retracted: both entities resolve to one entity under {new_engine} {tail}",
             no_longer=f"retracted: pair no longer correlated under {new_engine} {tail}",
         )

@@ -73,8 +73,11 @@ KNOWN_RESOLUTION_PARAMETERS: Final = frozenset(
     {"dot_insensitive_domains", "max_keys_per_card", "renamed_percent"}
 )
 RENAMED_SUFFIX: Final = "~r"
-KNOWN_PAIR_PARAMETERS: Final = frozenset({"max_entities_per_asset", "types", "weighting"})
-"""``weighting`` changes confidences only, never which pairs exist."""
+KNOWN_PAIR_PARAMETERS: Final = frozenset(
+    {"max_entities_per_asset", "types", "weighting", "base", "calibrators"}
+)
+"""``weighting`` and a recalibrated release's ``calibrators`` (on the ``base`` release, whose
+pair rule is the same) change confidences only, never which pairs exist."""
 _EDGE_SPACE: Final = re.compile(r"^[ \t\n\x0b\f\r]+|[ \t\n\x0b\f\r]+$")
 
 EventKey = tuple[str, str]

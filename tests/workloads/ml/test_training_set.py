@@ -14,6 +14,7 @@ pinned table versions it recorded, written from the documented rules (not from t
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -71,9 +72,48 @@ class History:
     t0: datetime
     ledger_rows_before_refusals: int
     ledger_rows_after_refusals: int
+    before_recalibration: datetime
+    engines: Path
 
     def __getitem__(self, name: str) -> Step:
         return self.steps[name]
+
+
+NOTEBOOK = REPO / "notebooks" / "ml_recalibration.ipynb"
+
+
+def execute_notebook(workdir: Path, env: dict[str, str]) -> list[str]:
+    """Run the ML notebook on this module's lakehouse; its text outputs (raises on any error)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in {**env, "LAKEHOUSE_WORKDIR": str(workdir)}.items():
+            patch.setenv(key, value)
+        notebook = nbformat.read(NOTEBOOK, as_version=4)
+        client = NotebookClient(
+            notebook,
+            timeout=900,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+        )
+        client.execute()
+    texts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            texts.append(output.get("text", "") + str(output.get("data", {}).get("text/plain", "")))
+            if "image/png" in output.get("data", {}):
+                texts.append("<image/png>")
+    return texts
+
+
+def without_pending(path: Path, name: str, version: int) -> None:
+    """Drop one declared version from a copy of the engine catalog (its YAML list)."""
+    import yaml
+
+    catalog = yaml.safe_load(path.read_text())
+    catalog["engines"] = [e for e in catalog["engines"] if (e["name"], e["version"]) != (name, version)]
+    path.write_text(yaml.safe_dump(catalog, sort_keys=False))
 
 
 def _run(steps: dict[str, Step], workdir: Path, env: dict[str, str], name: str, *args: str) -> Step:
@@ -150,7 +190,26 @@ def history(
     run("calibrate-future", "calibrate", "--engine", ENGINE, "--as-of", "2999-01-01T00:00:00Z")
     ran = run_cli(["calibrate", "--engine", ENGINE, *unreachable[1:]], down)
     steps["calibrate-tracking-unreachable"] = Step(ran.code, None, ran.stderr)
-    yield History(steps, config, env, t0, before, after)
+
+    # recalibration: declare the calibrated release, replay history under it, publish
+    engines = tmp_path_factory.mktemp("engines") / "engines.yaml"
+    shutil.copy(REPO / "conf" / "engines.yaml", engines)
+    run("declare-before-pending", "calibrate", "--engine", ENGINE, "--declare", "--engines", str(engines))
+    # the shipped catalog holds correlation@2 for a later date; a team recalibrating today has
+    # no pending release: the same catalog without it
+    without_pending(engines, "correlation", 2)
+    run("declare-from-calibrated", "calibrate", "--engine", "correlation@9", "--declare")
+    recalibrate = ("--engine", ENGINE, "--declare", "--engines", str(engines))
+    declared = run("calibrate-declare", "calibrate", *recalibrate)
+    before_recalibration = datetime.now(UTC)
+    if declared.code == 0:
+        plan = declared.data["declared"]["plan_path"]
+        replayed = run("recalibrate-replay", "replay", "--plan", plan, "--engines", str(engines))
+        run_id = replayed.data["run_id"] if replayed.code == 0 else "replay-missing"
+        run("recalibrate-approve", "approve", run_id, "--by", "risk-lead")
+        run("recalibrate-ack", "ack", "fraud-ops", run_id, "--by", "ops")
+        run("recalibrate-publish", "publish", run_id)
+    yield History(steps, config, env, t0, before, after, before_recalibration, engines)
     drop_all(TableRegistry(spark_session, config))
 
 
@@ -174,7 +233,11 @@ def test_every_step_of_the_ml_history_exits_0(history: History) -> None:
         "calibrate-empty-range",
         "calibrate-future",
         "calibrate-tracking-unreachable",
+        "declare-from-calibrated",
+        "declare-before-pending",
     }
+    unexpected = {name: failed[name] for name in set(failed) - refusals}
+    assert not unexpected, unexpected
     assert set(failed) == refusals, failed
 
 
@@ -198,6 +261,11 @@ def test_every_step_of_the_ml_history_exits_0(history: History) -> None:
         ("calibrate-empty-range", "found 0 decision(s) with a closed horizon"),
         ("calibrate-future", "--as-of 2999-01-01T00:00:00Z is in the future"),
         ("calibrate-tracking-unreachable", "MLflow tracking server http://127.0.0.1:9 is unreachable"),
+        ("declare-from-calibrated", "engine correlation@9 is not declared"),
+        (
+            "declare-before-pending",
+            "--declare: a new correlation release must take effect after correlation@2",
+        ),
     ],
 )
 def test_bad_input_is_one_line_with_exit_2(history: History, step: str, says: str) -> None:
@@ -502,7 +570,10 @@ def _reference_outcomes(
         )
         counts[scope][0] += 1
         counts[scope][1] += int(confirmed)
-    return {scope: (d, p, o) for scope, (d, p, o) in counts.items()}
+    per_type = {scope: (d, p, o) for scope, (d, p, o) in counts.items()}
+    if len(per_type) > 1:  # the whole release, pooled
+        per_type["all"] = tuple(sum(c[i] for c in per_type.values()) for i in range(3))  # type: ignore[assignment]
+    return per_type
 
 
 @pytest.mark.parametrize("step", ["calibrate", "calibrate-card"])
@@ -523,7 +594,7 @@ def test_calibration_reports_are_stored_flagged_and_tracked(history: History, sp
 
     result = history["calibrate"].data
     stored = _reports(spark_session, history.config, result["run_id"])
-    assert set(stored) == {s["scope"] for s in result["scopes"]} == {"shared_card", "shared_device"}
+    assert set(stored) == {s["scope"] for s in result["scopes"]} == {"shared_card", "shared_device", "all"}
     client = MlflowClient(tracking_uri=history.config.mlflow_tracking_uri)
     run = client.get_run(result["mlflow_run_id"])
     assert run.data.tags["lakehouse.run_id"] == result["run_id"]
@@ -590,3 +661,98 @@ def test_the_ledger_records_the_measurement_and_its_flags(history: History) -> N
         assert measured["scopes"][scope["scope"]]["ece_uniform"] == pytest.approx(
             scope["before"]["ece_uniform"]
         )
+
+
+def _declared_map(p: float, calibrator: dict[str, Any]) -> float:
+    """A declared calibrator applied by hand (numpy), rounded as the release rounds."""
+    import numpy as np
+
+    if calibrator["method"] == "platt":
+        q = min(max(p, calibrator["clip"]), 1 - calibrator["clip"])
+        mapped = 1 / (1 + np.exp(-(calibrator["slope"] * np.log(q / (1 - q)) + calibrator["intercept"])))
+    else:
+        mapped = float(np.interp(p, calibrator["x"], calibrator["y"]))
+    return min(max(round(float(mapped), 6), 0.0), 0.999999)
+
+
+def test_a_declared_recalibration_pins_its_calibrators_and_replays_history(
+    history: History, spark_session: Any
+) -> None:
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+    from ledger.engines import load_engines
+
+    declared = history["calibrate-declare"].data
+    assert history["recalibrate-publish"].code == 0, history["recalibrate-publish"].stderr
+    release = load_engines(history.engines).resolve(
+        "correlation", int(declared["declared"]["engine"].split("@")[1])
+    )
+    registered = {
+        s["calibrator"]["model"]: str(s["calibrator"]["model_version"])
+        for s in declared["scopes"]
+        if s["calibrator"]
+    }
+    assert dict(release.model_versions) == registered
+    maps = dict(release.parameters["calibrators"])
+    assert maps == {s["scope"]: s["calibrator"]["map"] for s in declared["scopes"] if s["calibrator"]}
+    rows = TableRegistry(spark_session, history.config).get("gold.correlations").read()
+    retired = rows.where(F.col("supersede_reason").startswith(f"recalibrated under {release.ref}")).collect()
+    assert retired, "the recalibration superseded rows"
+    successors = {(r["correlation_id"], r["run_id"]): r for r in rows.collect()}
+    moved = 0
+    for old in retired:
+        new = successors[(old["superseded_by"], history["recalibrate-replay"].data["run_id"])]
+        assert new["engine"].startswith(f"{release.ref};")
+        calibrator = maps.get(old["correlation_type"], maps.get("all"))
+        expected = _declared_map(old["confidence"], calibrator) if calibrator else old["confidence"]
+        assert new["confidence"] == pytest.approx(expected, abs=1e-6)
+        moved += new["confidence"] != old["confidence"]
+    assert moved > 0
+
+
+def test_asof_before_the_recalibration_still_answers_with_the_old_confidences(
+    history: History, spark_session: Any
+) -> None:
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    rows = TableRegistry(spark_session, history.config).get("gold.correlations").read()
+    retired = (
+        rows.where(F.col("supersede_reason").startswith("recalibrated under"))
+        .orderBy("correlation_id")
+        .first()
+    )
+    assert retired is not None
+    workdir = str(history.config.workdir_path)
+    common = ["--conf", str(CONF), "--json", "--workdir", workdir]
+    at = history.before_recalibration.isoformat()
+    before = run_cli(
+        ["asof", "gold.correlations", "--at", at, "--entity", retired["entity_a"], *common], history.env
+    )
+    assert before.code == 0, before.stderr
+    answered = {r["correlation_id"]: r for r in json.loads(before.stdout)["rows"]}
+    assert answered[retired["correlation_id"]]["confidence"] == retired["confidence"]
+    release = history["calibrate-declare"].data["declared"]["engine"]
+    assert not any(r["engine"].startswith(f"{release};") for r in answered.values())
+    story = run_cli(
+        ["asof", "gold.correlations", "--history", "--entity", retired["entity_a"], *common], history.env
+    )
+    assert story.code == 0, story.stderr
+    assert "recalibrated under" in story.stdout
+    assert history["recalibrate-replay"].data["run_id"] in story.stdout
+
+
+@pytest.mark.notebook
+def test_the_ml_notebook_walks_the_path_on_this_history(history: History) -> None:
+    """Last in the module: it builds one more training set."""
+    text = "\n".join(execute_notebook(history.config.workdir_path, history.env))
+    assert "JVM started: False" in text
+    assert "rows read back without Spark:" in text
+    assert "better than both references:" in text
+    assert text.count("<image/png>") >= 1, "a reliability diagram is shown"
+    assert "training-set  training-set-" in text or "training-set training-set-" in text
+    assert "dataset: SELECT * FROM" in text
+    assert f"recalibration {history['recalibrate-replay'].data['run_id']} published" in text
+    assert "the answer for D is unchanged: True" in text
