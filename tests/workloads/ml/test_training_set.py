@@ -209,6 +209,7 @@ def history(
         run("recalibrate-approve", "approve", run_id, "--by", "risk-lead")
         run("recalibrate-ack", "ack", "fraud-ops", run_id, "--by", "ops")
         run("recalibrate-publish", "publish", run_id)
+    run("tables", "tables")
     yield History(steps, config, env, t0, before, after, before_recalibration, engines)
     drop_all(TableRegistry(spark_session, config))
 
@@ -756,3 +757,12 @@ def test_the_ml_notebook_walks_the_path_on_this_history(history: History) -> Non
     assert "dataset: SELECT * FROM" in text
     assert f"recalibration {history['recalibrate-replay'].data['run_id']} published" in text
     assert "the answer for D is unchanged: True" in text
+
+
+def test_the_ml_tables_live_in_this_instance(history: History) -> None:
+    tables = {t["name"]: t for t in history["tables"].data["tables"]}
+    instance = history.env["LAKEHOUSE__INSTANCE"]
+    for name in (TABLE, REPORTS):
+        assert tables[name]["exists"], name
+        assert instance in tables[name]["location"], tables[name]["location"]
+        assert tables[name]["format"] == "iceberg", "Gold is Iceberg in the shipped zone formats"
