@@ -157,7 +157,15 @@ def train_model(
         mlflow.set_tag("registered_model", f"{name}/{model_version}")
         run.counts.update({"train_rows": len(train), "test_rows": len(test), "model_version": model_version})
     better = metrics.better_than_references()
-    log.info("model %s v%d: %s (better than references: %s)", name, model_version, metrics, better)
+    log.info(
+        "model %s v%d: ROC AUC %s, Brier %.4f (base rate %.4f); better than the references: %s",
+        name,
+        model_version,
+        metrics.roc_auc,
+        metrics.brier,
+        metrics.base_rate_brier,
+        better,
+    )
     return TrainedModel(
         run_id=run_id,
         training_set_id=training_set_id,
