@@ -38,6 +38,7 @@ from ledger.engines import EngineSpec
 from ledger.entries import CalibrationMeasured, EngineDeclared
 from workloads.evaluation import calibration as measure
 from workloads.ml.correlation_outcomes import decision_outcomes, engine_decisions
+from workloads.ml.point_in_time import knowledge_end
 from workloads.ml.tracking import Tracking, mlflow_run
 from workloads.policies import CalibrationPolicy
 from workloads.runs import new_run_id, recorded_run
@@ -163,7 +164,6 @@ def _decisions(
     since: Any,
     until: Any,
 ) -> tuple[pd.DataFrame, dict[str, int]]:
-    from pyspark.sql import functions as F
 
     silver_table, correlations_table = (registry.get(n) for n in (TableName.SILVER_EVENTS, DECIDED_TABLE))
     if not correlations_table.exists() or correlations_table.current_version() is None:
@@ -173,8 +173,7 @@ def _decisions(
         DECIDED_TABLE.value: correlations_table.resolve_version(as_of),
     }
     silver = silver_table.read(as_of=pins[TableName.SILVER_EVENTS.value])
-    last = silver.agg(F.max("ingest_time")).first()
-    knowledge_end = min(as_of, utc(last[0])) if last and last[0] else as_of
+    end = knowledge_end(silver, as_of)
     decided = engine_decisions(
         correlations_table.read(as_of=pins[DECIDED_TABLE.value]),
         engine,
@@ -183,7 +182,7 @@ def _decisions(
         since=since,
         until=until,
     )
-    joined = materialize(decision_outcomes(decided, silver, horizon_days, as_of, knowledge_end))
+    joined = materialize(decision_outcomes(decided, silver, horizon_days, as_of, end))
     frame = joined.select("scope", "confidence", "outcome", "censored").toPandas()
     return frame, pins
 

@@ -62,6 +62,7 @@ __all__ = [
     "TRAINING_COLUMNS",
     "TrainingWindow",
     "decision_points",
+    "knowledge_end",
     "known_correlations",
     "label_horizon_days",
     "training_rows",
@@ -131,6 +132,16 @@ class TrainingWindow:
     since: date | None = None
     until: date | None = None
     """Decision points with ``since <= date(t) < until`` (either end open when None)."""
+
+
+def knowledge_end(silver: DataFrame, as_of: datetime) -> datetime:
+    """The last moment a horizon can close in: the earlier of T and the last delivery in Silver."""
+    from pyspark.sql import functions as F
+
+    from ledger.clock import utc
+
+    last = silver.agg(F.max("ingest_time")).first()
+    return min(as_of, utc(last[0])) if last and last[0] else as_of
 
 
 def decision_points(silver: DataFrame, window: TrainingWindow, knowledge_end: datetime) -> DataFrame:

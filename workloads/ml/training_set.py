@@ -27,7 +27,6 @@ from lakehouse.digest import canonical_hash
 from lakehouse.errors import UsageError, VersionNotFoundError
 from lakehouse.frames import materialize
 from lakehouse.tables.base import sql_literal
-from ledger.clock import utc
 from ledger.engines import fingerprint
 from workloads.ml import point_in_time as pit
 from workloads.ml.tracking import Tracking, mlflow_run
@@ -100,15 +99,12 @@ def training_set_rows(
     registry: TableRegistry, window: pit.TrainingWindow, pins: dict[str, int]
 ) -> tuple[DataFrame, int, datetime]:
     """The rows (materialised), the number of censored decision points, and the knowledge end."""
-    from pyspark.sql import functions as F
 
     def read(name: TableName) -> DataFrame:
         return registry.get(name).read(as_of=pins[name.value])
 
     silver = read(TableName.SILVER_EVENTS)
-    last_delivery = silver.agg(F.max("ingest_time")).first()
-    delivered = utc(last_delivery[0]) if last_delivery and last_delivery[0] else window.as_of
-    knowledge_end = min(window.as_of, delivered)
+    knowledge_end = pit.knowledge_end(silver, window.as_of)
     censored = pit.decision_points(silver, window, knowledge_end).where("censored").count()
     rows = pit.training_rows(
         silver,
