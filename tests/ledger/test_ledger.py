@@ -690,7 +690,9 @@ def test_a_v1_ledger_upgrades_to_current_and_still_verifies(registry: TableRegis
 
 # -- two OS processes -------------------------------------------------------------------------
 
-CHILD_BATCHES = 4
+CHILD_BATCHES = 2
+"""Batches per process and format: the first races the other process on one tip, the second
+follows the retry (more batches only repeat the second, each in a cold JVM)."""
 
 
 def file_barrier(folder: str, name: str, timeout: float = 300) -> None:
