@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "training-set": "jobs.training_set",
     "train": "jobs.train",
     "calibrate": "jobs.calibrate",
+    "calibration": "jobs.calibration",
     "reindex": "jobs.reindex",
     "ledger": "jobs.ledger_job",
     "tables": "jobs.tables",

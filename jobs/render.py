@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from workloads.evaluation import QualityReport
     from workloads.gold.build import GoldReport
     from workloads.gold.entity_index import IndexRefresh
+    from workloads.ml.calibration_at import CalibrationAt
     from workloads.ml.model import ModelMetrics
     from workloads.replay import (
         AlreadyPublished,
@@ -469,3 +470,41 @@ def render_model_measures(metrics: ModelMetrics, better: bool) -> str:
         f"PR AUC {figure_or_na(metrics.pr_auc)}, Brier {metrics.brier:.4f} "
         f"(base rate {metrics.base_rate_brier:.4f}): {verdict}"
     )
+
+
+def render_calibration_at(answer: CalibrationAt) -> list[Block]:
+    """``lakehouse calibration --at T``: the release in force, its calibrators, and the
+    figures per scope of the run that fitted them and of the latest measurement by T."""
+    blocks: list[Block] = [f"at {answer.at.isoformat()}: {answer.engine} in force ({answer.reason})"]
+    if answer.calibrated:
+        methods = ", ".join(f"{scope} {method}" for scope, method in sorted(answer.methods.items()))
+        models = ", ".join(f"{name} v{version}" for name, version in sorted(answer.model_versions.items()))
+        blocks.append(f"recalibrated release of {answer.base}: {methods}; MLflow models {models or 'none'}")
+    else:
+        blocks.append("uncalibrated: its confidences are served as the engine computes them")
+    measured = [("fitted by", answer.fitted_by), ("latest measurement by T", answer.last_measured)]
+    for label, run in measured:
+        if run is None:
+            continue
+        rows = [
+            {
+                "scope": scope,
+                "decisions": figures.get("decisions"),
+                "positives": figures.get("positives"),
+                "brier": figures.get("brier"),
+                "ece": figures.get("ece_uniform"),
+                "flagged": figures.get("flagged"),
+                "brier after": figures.get("calibrated_brier"),
+                "ece after": figures.get("calibrated_ece_uniform"),
+            }
+            for scope, figures in sorted(run.scopes.items())
+        ]
+        flagged = ", ".join(run.flagged) or "none"
+        title = (
+            f"{label}: calibrate run {run.run_id} of {run.engine} at {run.recorded_at.isoformat()} "
+            f"({run.label_horizon_days}-day labels; flagged: {flagged})"
+        )
+        blocks.append(TableView(rows, list(rows[0]) if rows else ["scope"], title=title))
+    if answer.last_measured is None:
+        blocks.append(f"{answer.engine} had not been measured against later outcomes by then")
+    return blocks

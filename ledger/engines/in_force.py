@@ -178,6 +178,19 @@ def _check_declarations(catalog: EngineCatalog, entries: Sequence[LedgerEntryBas
             )
 
 
+def _check_known(catalog: EngineCatalog, name: str, history: EngineHistory) -> None:
+    """Refuse a catalog that lacks a version the ledger says produced output: the rule would
+    silently choose an older version and build next to (or over) that version's rows. This
+    is the catalog of another lakehouse, or a copy without the versions declared in this one's."""
+    declared = {e.version for e in catalog.versions(name)}
+    unknown = sorted((history.produced | set(history.published)) - declared)
+    if unknown:
+        raise ConfigError(
+            f"{catalog.path}: key 'engines': the ledger records output of {name}@{unknown[-1]}, which this "
+            f"file does not declare; pass the --engines file it was declared in"
+        )
+
+
 def pinned_in_force(spec: EngineSpec, rule: InForce, history: EngineHistory) -> InForce:
     """An operator's pin (``lakehouse build --engine name@version``) instead of the rule; pure.
 
@@ -228,6 +241,7 @@ def engines_in_force(
     for name in names:
         catalog.resolve(name)  # a clear error for an undeclared engine
         past = history.get(name, EngineHistory())
+        _check_known(catalog, name, past)
         decision = decide_in_force(catalog.versions(name), at, past)
         if name in pins:
             decision = pinned_in_force(catalog.resolve(name, pins[name]), decision, past)

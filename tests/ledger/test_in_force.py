@@ -181,6 +181,22 @@ def test_engines_in_force_reads_the_catalog_and_refuses_an_edited_declaration(tm
     assert engines_in_force(catalog, [V2.declared_entry(), *entries], ["entity_resolution"], AFTER)
 
 
+def test_a_catalog_without_a_version_that_produced_output_is_refused(tmp_path: Path) -> None:
+    """Otherwise the rule would quietly choose v1 again after v2's publication (a copy of the
+    catalog without the versions this lakehouse declared, or another lakehouse's file)."""
+    only_v1 = load_engines(catalog_file(tmp_path, V1))
+    built = [started("silver-1", 1), finished("silver-1")]
+    assert engines_in_force(only_v1, built, ["entity_resolution"], AFTER)["entity_resolution"].ref == (
+        "entity_resolution@1"
+    )
+    assert engines_in_force(only_v1, [*built, started("r", 1, 2)], ["entity_resolution"], AFTER), (
+        "a replay that wrote no output yet (or only a candidate) is no output"
+    )
+    published = [*built, started("r", 1, 2), finished("r", candidate="c"), publication("r")]
+    with pytest.raises(ConfigError, match=r"records output of entity_resolution@2, which this file does not"):
+        engines_in_force(only_v1, published, ["entity_resolution"], AFTER)
+
+
 def test_consumes_and_produces_derive_the_downstream_chain_of_the_shipped_engines() -> None:
     catalog = load_engines(REPO / "conf" / "engines.yaml")
     assert catalog.downstream("entity_resolution") == ["correlation", "entity_daily", "baselines"]

@@ -7,5 +7,6 @@
 * :mod:`~workloads.ml.correlation_outcomes`: what counts as a correlation's outcome (once);
 * :mod:`~workloads.ml.calibrate`: a release's calibration against later outcomes, and the
   recalibrated release it can declare;
+* :mod:`~workloads.ml.calibration_at`: which calibration was in force at T, and what it measured;
 * :mod:`~workloads.ml.tracking`: MLflow, embedded by default, tied to the ledger both ways.
 """

@@ -745,6 +745,63 @@ def test_asof_before_the_recalibration_still_answers_with_the_old_confidences(
     assert history["recalibrate-replay"].data["run_id"] in story.stdout
 
 
+def test_calibration_at_names_the_release_in_force_and_what_was_measured_before_and_after(
+    history: History,
+) -> None:
+    """``lakehouse calibration --at T``: before the recalibration's publication the base
+    release, uncalibrated, with the measurement that led to it; after it the recalibrated
+    release, its calibrators and pinned models, and the figures of the run that fitted them.
+    Both readers answer alike; the shipped catalog, whose correlation@2 is not the one this
+    ledger declared, is refused."""
+    workdir = str(history.config.workdir_path)
+    common = ["--conf", str(CONF), "--json", "--workdir", workdir]
+    declared = history["calibrate-declare"].data
+    release = declared["declared"]["engine"]
+
+    def calibration(*args: str) -> tuple[int, Any, str]:
+        ran = run_cli(["calibration", *args, *common], history.env)
+        return ran.code, json.loads(ran.stdout) if ran.code == 0 else None, ran.stderr
+
+    code, before, err = calibration(
+        "--at", history.before_recalibration.isoformat(), "--engines", str(history.engines)
+    )
+    assert code == 0, err
+    assert (before["engine"], before["calibrated"]) == (ENGINE, False)
+    assert before["last_measured"]["run_id"] == declared["run_id"], "the measurement behind the declaration"
+    assert set(before["last_measured"]["flagged"]) == {s["scope"] for s in declared["scopes"] if s["flagged"]}
+
+    now = datetime.now(UTC).isoformat()
+    code, after, err = calibration("--at", now, "--engines", str(history.engines))
+    assert code == 0, err
+    assert (after["engine"], after["calibrated"], after["base"]) == (release, True, ENGINE)
+    fitted = [s for s in declared["scopes"] if s["calibrator"]]
+    assert after["methods"] == {s["scope"]: s["calibrator"]["map"]["method"] for s in fitted}
+    assert after["model_versions"] == {
+        s["calibrator"]["model"]: str(s["calibrator"]["model_version"]) for s in fitted
+    }
+    assert after["fitted_by"]["run_id"] == declared["run_id"]
+    for scope in fitted:
+        figures = after["fitted_by"]["scopes"][scope["scope"]]
+        assert figures["decisions"] == scope["decisions"]
+        assert figures["calibrated_ece_uniform"] is not None
+    assert after["last_measured"] is None, "the recalibrated release itself was never measured"
+
+    code, read_without_jvm, err = calibration(
+        "--at", now, "--engines", str(history.engines), "--reader", "pyiceberg"
+    )
+    assert code == 0, err
+    assert read_without_jvm == after
+
+    for args, says in [
+        (("--at", "2026-01-01T00:00:00", "--engines", str(history.engines)), "--at"),
+        (("--at", now, "--engine", "scoring", "--engines", str(history.engines)), "scoring"),
+        (("--at", now), "differs from its declaration recorded in the ledger"),
+    ]:
+        code, _, err = calibration(*args)
+        assert code == 2, (args, err)
+        assert says in json.loads(err.strip().splitlines()[-1])["error"]
+
+
 @pytest.mark.notebook
 def test_the_ml_notebook_walks_the_path_on_this_history(history: History) -> None:
     """Last in the module: it builds one more training set."""
