@@ -23,7 +23,8 @@ HELP = (
     "run the demo story on the embedded default: history -> Bronze -> Silver -> Gold, "
     "then the ER v3 restatement (replay with both versions' quality, approve, publish, rollback, re-publish) "
     "and the correlation v2 re-scoring (published once correlation@2 is in effect, compared before), "
-    "then the ML path (a point-in-time training set, the fraud model, calibration against later outcomes) "
+    "then the ML path (a point-in-time training set, the fraud model, calibration against later outcomes, "
+    "the serving release recalibrated and published) "
     "and a data subject's erasure (dry run, erase, certificate, verify again, asof)"
 )
 
@@ -98,7 +99,8 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
 
 
 def _machine_learning(learnt: demo.MachineLearning) -> list[Block]:
-    """The ML chapter: the training set, the model against its references, each release's calibration."""
+    """The ML chapter: the training set, the model against its references, each release's
+    calibration, the recalibration."""
     from jobs.render import render_model_measures
 
     built = learnt.training_set
@@ -148,7 +150,33 @@ def _machine_learning(learnt: demo.MachineLearning) -> list[Block]:
             lines.append(f"  reliability diagram {calibration.engine} {s.scope}: {s.figure}")
     for release, why in learnt.not_calibrated.items():
         lines.append(f"  {release} not calibrated: {why}")
+    if learnt.recalibration is not None:
+        lines += _recalibration(learnt.recalibration)
     lines.append(f"MLflow UI: {learnt.mlflow_ui}")
+    return lines
+
+
+def _recalibration(recalibrated: demo.Recalibrated) -> list[Block]:
+    """The serving release recalibrated: the declared release, its replay and publication."""
+    from jobs.render import indented, render_publication, render_replay
+
+    lines: list[Block] = [""]
+    declared = recalibrated.declared
+    if declared is not None:
+        models = ", ".join(f"{name} v{version}" for name, version in sorted(declared.model_versions.items()))
+        lines.append(
+            f"recalibration: {declared.engine} declared as {declared.base} with the calibrators {models}; "
+            f"plan {declared.plan_path}"
+        )
+    if recalibrated.replay is not None:
+        replayed = render_replay(recalibrated.replay, high_impact_shown=HIGH_IMPACT_SHOWN)
+        lines += ["replay:", *indented(replayed)]
+    if recalibrated.publication is not None:
+        lines += ["", "publication:", *indented(render_publication(recalibrated.publication))]
+    if recalibrated.example:
+        lines += _example(recalibrated.example)
+    if recalibrated.waiting is not None:
+        lines.append(f"recalibration of {recalibrated.serving}: {recalibrated.waiting}")
     return lines
 
 

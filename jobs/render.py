@@ -472,6 +472,11 @@ def render_model_measures(metrics: ModelMetrics, better: bool) -> str:
     )
 
 
+def _figure(value: Any) -> str:
+    """A measure with four decimals ("" where there is none)."""
+    return f"{value:.4f}" if isinstance(value, float) else _short(value)
+
+
 def render_calibration_at(answer: CalibrationAt) -> list[Block]:
     """``lakehouse calibration --at T``: the release in force, its calibrators, and the
     figures per scope of the run that fitted them and of the latest measurement by T."""
@@ -491,11 +496,11 @@ def render_calibration_at(answer: CalibrationAt) -> list[Block]:
                 "scope": scope,
                 "decisions": figures.get("decisions"),
                 "positives": figures.get("positives"),
-                "brier": figures.get("brier"),
-                "ece": figures.get("ece_uniform"),
+                "brier": _figure(figures.get("brier")),
+                "ece": _figure(figures.get("ece_uniform")),
                 "flagged": figures.get("flagged"),
-                "brier after": figures.get("calibrated_brier"),
-                "ece after": figures.get("calibrated_ece_uniform"),
+                "brier after": _figure(figures.get("calibrated_brier")),
+                "ece after": _figure(figures.get("calibrated_ece_uniform")),
             }
             for scope, figures in sorted(run.scopes.items())
         ]

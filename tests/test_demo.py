@@ -19,7 +19,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -92,18 +92,14 @@ def test_the_correlation_v2_rescoring_runs_after_the_er_restatement_on_its_entit
     assert rescored["dry_run"]["change_kind"] == "producer"
     assert rescored["dry_run"]["to_supersede"] == rescored["dry_run"]["serving_rows_in_scope"] > 0
     assert rescored["replay"]["decision"]["verdict"] == "publish"
-    if datetime.now(UTC).date() < date(2026, 12, 15):  # correlation@2's effective_from
-        assert rescored["publication"] is None
-        assert rescored["replay"]["status"] == "compared"
-        assert "correlation@2 takes effect 2026-12-15" in rescored["waiting"]
-    else:
-        assert rescored["publication"]["status"] == "published"
+    assert rescored["publication"]["status"] == "published", rescored.get("waiting")
 
 
 def test_the_ml_chapter_trains_from_history_and_calibrates_each_release(demo: Demo) -> None:
     """A training set as known now, the model (or the refusal that names too few positives),
-    and correlation@1 calibrated against later outcomes; the erasure after it reaches the
-    training set (the subject's decisions are in it)."""
+    and both correlation releases calibrated against later outcomes (correlation@1's
+    decisions before the re-scoring, correlation@2's after it); the erasure after it reaches
+    the training set (the subject's decisions are in it)."""
     assert demo.returncode == 0, demo.stderr[-3000:]
     learnt = demo.report["chapters"]["machine_learning"]
     built = learnt["training_set"]
@@ -114,16 +110,70 @@ def test_the_ml_chapter_trains_from_history_and_calibrates_each_release(demo: De
     else:
         assert learnt["model"]["training_set_id"] == built["training_set_id"]
     calibrated = {c["engine"]: c for c in learnt["calibrations"]}
-    assert "correlation@1" in calibrated
-    assert set(calibrated) | set(learnt["not_calibrated"]) == {"correlation@1", "correlation@2"}
-    for scope in calibrated["correlation@1"]["scopes"]:
-        assert scope["decisions"] > 0
-        assert Path(scope["figure"]).read_bytes()[:4] == b"\x89PNG"
-        assert scope["calibrator"] is not None or scope["refused"]
+    assert set(calibrated) == {"correlation@1", "correlation@2"}, learnt["not_calibrated"]
+    for release in calibrated.values():
+        for scope in release["scopes"]:
+            assert scope["decisions"] > 0
+            assert Path(scope["figure"]).read_bytes()[:4] == b"\x89PNG"
+            assert scope["calibrator"] is not None or scope["refused"]
     erased = demo.report["chapters"]["erasure"]
     found = {t["table"] for t in erased["dry_run"]["tables"] if t["current_rows"]}
     assert "gold.training_sets" in found
     assert "gold.training_sets" in erased["certificate"]["tables"]
+
+
+def test_the_serving_release_is_recalibrated_when_a_calibrator_was_registered(demo: Demo) -> None:
+    """The chapter recalibrates correlation@2 (served since the re-scoring) only with a
+    registered calibrator: then it is declared as correlation@3 in the demo lakehouse's own
+    catalog (the shipped file untouched), replayed, approved, acknowledged and published, and
+    ``asof --history`` and ``calibration --at`` show it. On this small history correlation@2
+    has too few outcomes of each class to fit one (every one of its pairs here is a fraud
+    ring's): the chapter says so, declares nothing, and ``calibration --at`` names
+    correlation@2 uncalibrated with the demo's measurement. The published path runs in
+    ``tests/workloads/ml/test_training_set.py`` through the CLI, and in ``make demo``."""
+    from ledger.engines import load_engines
+
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    learnt = demo.report["chapters"]["machine_learning"]
+    recalibrated = learnt["recalibration"]
+    assert recalibrated["serving"] == "correlation@2", recalibrated
+    measured = next(c for c in learnt["calibrations"] if c["engine"] == "correlation@2")
+    catalog = demo.config.workdir_path / f"engines-{demo.config.instance}.yaml"
+    assert [s.version for s in load_engines(CONF.parent / "engines.yaml").versions("correlation")] == [1, 2]
+    workdir = str(demo.config.workdir_path)
+    now = datetime.now(UTC).isoformat()
+    args = ("--at", now, "--engines", str(catalog), "--conf", str(CONF), "--workdir", workdir, "--json")
+
+    if not any(s["calibrator"] for s in measured["scopes"]):
+        assert recalibrated["waiting"] == "no calibrator of correlation@2 is registered: nothing to declare"
+        assert recalibrated["declared"] is None
+        assert recalibrated["publication"] is None
+        assert [s.version for s in load_engines(catalog).versions("correlation")] == [1, 2]
+        code, out = cli(demo.env, "calibration", *args)
+        assert code == 0, out
+        answer = json.loads(out)
+        assert (answer["engine"], answer["calibrated"]) == ("correlation@2", False)
+        assert answer["last_measured"]["run_id"] == measured["run_id"]
+        return
+
+    assert recalibrated["waiting"] is None, recalibrated["waiting"]
+    declared = recalibrated["declared"]
+    assert (declared["engine"], declared["base"]) == ("correlation@3", "correlation@2")
+    assert recalibrated["publication"]["status"] == "published"
+    assert load_engines(catalog).resolve("correlation", 3).model_versions == declared["model_versions"]
+    entity = recalibrated["example"]["superseded"]["entity_a"]
+    history = ("--history", "--entity", entity, "--conf", str(CONF), "--workdir", workdir)
+    code, out = cli(demo.env, "asof", "gold.correlations", *history)
+    assert code == 0
+    assert "recalibrated under correlation@3" in out
+    code, out = cli(demo.env, "calibration", *args)
+    assert code == 0, out
+    answer = json.loads(out)
+    assert (answer["engine"], answer["calibrated"], answer["base"]) == (
+        "correlation@3",
+        True,
+        "correlation@2",
+    )
 
 
 def test_the_erasure_chapter_certifies_checks_again_and_asof_shows_the_subject_redacted(demo: Demo) -> None:

@@ -213,7 +213,7 @@ def test_after_the_publication_the_next_days_build_resolves_with_er_v2(story: St
     gold = story.started(story.gold_runs[3])
     assert [e.ref for e in gold.engines] == ["entity_daily@1", "baselines@1", "correlation@1"]
     assert all(e.input_schemas for e in gold.engines)
-    assert "correlation@2 takes effect 2026-12-15" in in_force(gold)["correlation"]["reason"]
+    assert "correlation@2 takes effect 2026-11-25" in in_force(gold)["correlation"]["reason"]
 
     after, published = story.rows_after_v2, story.rows_published
     assert_store_invariants(after)

@@ -11,7 +11,7 @@ shown, not repeated.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from workloads.bronze.ingest import IngestReport
     from workloads.compliance import Places
     from workloads.gold.build import GoldReport
-    from workloads.ml.calibrate import Calibration
+    from workloads.ml.calibrate import Calibration, Recalibration
     from workloads.ml.training import TrainedModel
     from workloads.ml.training_set import TrainingSet
     from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
@@ -143,10 +143,29 @@ class Erasure:
 
 
 @dataclass(frozen=True)
+class Recalibrated:
+    """The serving correlation release recalibrated (W5): the release declared from its
+    registered calibrators, the replay of history under it, approved, acknowledged and
+    published (``asof --history`` shows rows "recalibrated under ..."). ``waiting`` says
+    why not, when there is nothing to recalibrate or the release cannot take effect today."""
+
+    serving: str
+    """The correlation release in force before the chapter (the one calibrated)."""
+    declared: Recalibration | None = None
+    replay: ReplayOutcome | None = None
+    approval: ApprovalResult | None = None
+    publication: PublishResult | None = None
+    example: Mapping[str, Any] | None = None
+    """A correlation the recalibration retired, and its successor."""
+    waiting: str | None = None
+
+
+@dataclass(frozen=True)
 class MachineLearning:
     """The ML team's path (W4, W5): a point-in-time training set as known now, the fraud model
-    trained and measured on it, and each correlation release's confidence calibrated against
-    the outcomes that arrived later (a release with nothing to calibrate says why)."""
+    trained and measured on it, each correlation release's confidence calibrated against
+    the outcomes that arrived later (a release with nothing to calibrate says why), and the
+    serving release recalibrated and published."""
 
     training_set: TrainingSet
     model: TrainedModel | None
@@ -155,6 +174,7 @@ class MachineLearning:
     not_calibrated: Mapping[str, str]
     """Release -> why it was not calibrated (no decisions serving, say)."""
     mlflow_ui: str
+    recalibration: Recalibrated | None = None
 
 
 @dataclass(frozen=True)
@@ -211,10 +231,12 @@ def medallion(
     progress: Progress,
     gate: Gate | None,
     pinned: Mapping[str, int] | None = None,
+    engines_path: Path | None = None,
 ) -> Medallion:
     """generate -> ingest every feed -> Silver -> Gold; returns what to show.
 
-    ``pinned`` (engine name -> version) is passed to both builds (``--engine`` on the CLI).
+    ``pinned`` (engine name -> version): the entity resolver's pin goes to the Silver build,
+    the others to the Gold build (``--engine`` on the CLI).
     """
     from pyspark.sql import functions as F
 
@@ -234,9 +256,17 @@ def medallion(
         progress(f"ingesting {feed}")
         ingested[feed] = run_ingest(registry, ledger, clock, feed=feed, source=history)
     progress("building Silver (canonicalise, quarantine, dedupe, lateness, entity resolution)")
-    silver = run_silver(registry, ledger, clock, policy=policy, gate=gate, pinned=pinned)
+    catalog = engines_path or DEMO_ENGINES
+    from workloads.engines.entity_resolution import NAME as RESOLVER
+
+    pins = dict(pinned or {})
+    resolver = {name: v for name, v in pins.items() if name == RESOLVER}
+    silver = run_silver(
+        registry, ledger, clock, policy=policy, gate=gate, pinned=resolver, engines_path=catalog
+    )
     progress("building Gold (daily features, W1 baselines, correlations)")
-    gold = run_gold(registry, ledger, clock, gate=gate)
+    producers = {name: v for name, v in pins.items() if name != RESOLVER}
+    gold = run_gold(registry, ledger, clock, gate=gate, pinned=producers, engines_path=catalog)
 
     quarantine = registry.get("ops.quarantine").read()
     reasons = {
@@ -271,22 +301,37 @@ its card rule) improves entity resolution and correlations alike; v2 merged ring
 DEMO_ENGINES = Path("conf/engines.yaml")
 
 
-def starting_pins(ledger: Ledger, plan_path: Path = DEMO_PLAN) -> dict[str, int]:
-    """The story's starting point: a lakehouse whose history the plan's old version decided.
+def demo_catalog(registry: TableRegistry, shipped: Path = DEMO_ENGINES) -> Path:
+    """The demo lakehouse's own engine catalog: the shipped file copied once into the work
+    dir (``engines.yaml``, or ``engines-<instance>.yaml``). The ML chapter declares its
+    recalibrated release there, so the shipped file is never edited; every chapter reads it,
+    and later commands on this lakehouse take ``--engines <this file>``."""
+    import shutil
 
-    On a fresh lakehouse the in-force rule would resolve with the latest effective version
-    (there is no history to restate yet), leaving the plan nothing to restate; the demo
-    therefore starts under the plan's ``from`` version, as ``lakehouse build silver
-    --engine entity_resolution@1`` does. Once the engine has produced output (a second demo
-    run) the rule decides again: no pin.
+    config = registry.config
+    path = config.workdir_path / (f"engines-{config.instance}.yaml" if config.instance else "engines.yaml")
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shipped, path)
+    return path
+
+
+def starting_pins(ledger: Ledger, plan_paths: Sequence[Path] = ()) -> dict[str, int]:
+    """The story's starting point: a lakehouse whose history the plans' old versions decided.
+
+    On a fresh lakehouse the in-force rule would build with the latest effective version of
+    each engine (there is no history to restate yet), leaving the plans nothing to restate;
+    the demo therefore starts under each plan's ``from`` version (entity_resolution@1 for
+    the ER restatement, correlation@1 for the re-scoring), as ``lakehouse build silver
+    --engine entity_resolution@1`` and ``build gold --engine correlation@1`` do. Once an
+    engine has produced output (a second demo run) the rule decides again: no pin.
     """
     from ledger.engines import engine_history
     from workloads.replay.plan import load_plan
 
-    change = load_plan(plan_path).engine_change
-    if change.engine in engine_history(ledger.reader.entries()):
-        return {}
-    return {change.engine: int(change.from_version)}
+    produced = engine_history(ledger.reader.entries())
+    changes = [load_plan(path).engine_change for path in plan_paths or (DEMO_PLAN, RESCORING_PLAN)]
+    return {c.engine: int(c.from_version) for c in changes if c.engine not in produced}
 
 
 def _superseded_example(registry: TableRegistry, run_id: str) -> dict[str, Any] | None:
@@ -473,31 +518,43 @@ def run_demo(
     settings: DemoSettings = DemoSettings(),
     gate: Gate | None = None,
 ) -> DemoReport:
-    """The whole story, in order."""
+    """The whole story, in order, under the lakehouse's own catalog (:func:`demo_catalog`)."""
     create_zones(registry, progress)
+    catalog = demo_catalog(registry)
     pins = starting_pins(ledger)
-    story = medallion(registry, ledger, clock, workdir / "history", settings, progress, gate, pins)
-    restated = restatement(registry, ledger, clock, progress) if settings.restate else None
-    rescored = rescoring(registry, ledger, clock, progress) if settings.restate else None
-    learnt = machine_learning(registry, ledger, clock, workdir, progress) if settings.restate else None
-    erased = erasure(registry, ledger, clock, workdir / "history", progress) if settings.restate else None
+    story = medallion(
+        registry, ledger, clock, workdir / "history", settings, progress, gate, pins, engines_path=catalog
+    )
+    restated = rescored = learnt = erased = None
+    if settings.restate:
+        restated = restatement(registry, ledger, clock, progress, engines_path=catalog)
+        rescored = rescoring(registry, ledger, clock, progress, engines_path=catalog)
+        learnt = machine_learning(registry, ledger, clock, workdir, progress, engines_path=catalog)
+        erased = erasure(registry, ledger, clock, workdir / "history", progress)
     chapters = Chapters(story, restated, rescored, learnt, erased)
     return DemoReport(tables=describe_tables(registry), chapters=chapters)
 
 
 def machine_learning(
-    registry: TableRegistry, ledger: Ledger, clock: Clock, workdir: Path, progress: Progress
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    workdir: Path,
+    progress: Progress,
+    *,
+    engines_path: Path = DEMO_ENGINES,
 ) -> MachineLearning:
-    """training-set (as known now, 90-day labels) -> train -> calibrate every correlation release."""
+    """training-set (as known now, 90-day labels) -> train -> calibrate every correlation
+    release -> recalibrate the serving one (declare, replay, approve, ack, publish)."""
     from lakehouse.errors import UsageError
     from ledger.engines import load_engines
+    from workloads.engines.correlation import NAME as CORRELATION
     from workloads.ml.calibrate import calibrate
     from workloads.ml.point_in_time import TrainingWindow
     from workloads.ml.tracking import open_tracking
     from workloads.ml.training import train_model
     from workloads.ml.training_set import build_training_set
     from workloads.policies import load_calibration_policy
-    from workloads.runs import DEFAULT_ENGINES
 
     tracking = open_tracking(registry.config)
     policy = load_calibration_policy()
@@ -512,7 +569,7 @@ def machine_learning(
         refused = str(exc)
     calibrations: list[Calibration] = []
     skipped: dict[str, str] = {}
-    for spec in load_engines(DEFAULT_ENGINES).versions("correlation"):
+    for spec in load_engines(engines_path).versions(CORRELATION):
         progress(f"ML: calibrating {spec.ref} against later outcomes")
         try:
             calibrations.append(
@@ -529,7 +586,70 @@ def machine_learning(
             )
         except UsageError as exc:
             skipped[spec.ref] = str(exc)
-    return MachineLearning(built, model, refused, tuple(calibrations), skipped, tracking.ui_command())
+    recalibrated = recalibration(
+        registry, ledger, clock, progress, calibrations, engines_path, workdir / "plans"
+    )
+    return MachineLearning(
+        built, model, refused, tuple(calibrations), skipped, tracking.ui_command(), recalibrated
+    )
+
+
+def recalibration(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    progress: Progress,
+    calibrations: Sequence[Calibration],
+    engines_path: Path,
+    plans: Path,
+) -> Recalibrated:
+    """Declare the serving release's calibrators as the next correlation release, replay
+    history under it, approve, acknowledge, publish (``lakehouse calibrate --declare``, then
+    the plan it writes). A second demo run finds the recalibrated release in force and
+    shows it; a serving release with no registered calibrator, or a pending release that a
+    new one cannot precede, leaves the chapter waiting, with the reason."""
+    from ledger.engines import engines_in_force, load_engines
+    from workloads.engines.correlation import NAME as CORRELATION
+    from workloads.ml.calibrate import declare_recalibration
+    from workloads.replay import publish, run_replay
+    from workloads.replay.plan import load_plan
+    from workloads.replay.state import AWAITING_APPROVAL
+
+    engines = load_engines(engines_path)
+    today = clock.now().date()
+    serving = engines_in_force(engines, ledger.reader.entries(), [CORRELATION], today)[CORRELATION].spec
+    if "calibrators" in serving.parameters:
+        return Recalibrated(
+            serving.ref, waiting=f"{serving.ref}, a recalibrated release, is already in force"
+        )
+    fitted = next((c for c in calibrations if c.engine == serving.ref and c.model_versions), None)
+    if fitted is None:
+        return Recalibrated(
+            serving.ref, waiting=f"no calibrator of {serving.ref} is registered: nothing to declare"
+        )
+    latest = engines.versions(CORRELATION)[-1]
+    if latest.effective_from >= today:
+        return Recalibrated(
+            serving.ref,
+            waiting=f"{latest.ref} takes effect {latest.effective_from}: a release declared today cannot "
+            "precede it",
+        )
+    progress(f"ML: declaring {serving.ref} recalibrated as the next correlation release")
+    declared, entry = declare_recalibration(
+        engines_path, serving, fitted, effective_from=today, template=RESCORING_PLAN, plans=plans
+    )
+    ledger.writer.append(entry)
+    plan = load_plan(Path(declared.plan_path))
+    progress(f"ML: replaying history under {declared.engine}")
+    outcome = run_replay(registry, plan, engines=load_engines(engines_path), clock=clock)
+    told = Recalibrated(serving.ref, declared=declared, replay=outcome)
+    if outcome.status != AWAITING_APPROVAL:
+        return replace(told, waiting=f"replay {outcome.run_id} is {outcome.status}: nothing to publish")
+    approval = _approve_and_ack(registry, plan, outcome.run_id, clock, progress)
+    progress("ML: publishing the recalibrated correlations atomically")
+    publication = publish(registry, outcome.run_id, clock=clock)
+    example = _superseded_example(registry, outcome.run_id)
+    return replace(told, approval=approval, publication=publication, example=example)
 
 
 def subject_with_correlations(registry: TableRegistry) -> str | None:

@@ -35,8 +35,8 @@ REPO = Path(__file__).resolve().parents[3]
 CONF = REPO / "conf" / "lakehouse.yaml"
 TABLE = "gold.training_sets"
 REPORTS = "gold.calibration_reports"
-ENGINE = "correlation@1"
-"""The correlation release in force for a lakehouse built today (correlation@2 takes effect later)."""
+ENGINE = "correlation@2"
+"""The correlation release in force for a lakehouse built today (the latest, effective 2026-11-25)."""
 FEATURES = (
     "amount",
     "orders_30d",
@@ -105,15 +105,6 @@ def execute_notebook(workdir: Path, env: dict[str, str]) -> list[str]:
             if "image/png" in output.get("data", {}):
                 texts.append("<image/png>")
     return texts
-
-
-def without_pending(path: Path, name: str, version: int) -> None:
-    """Drop one declared version from a copy of the engine catalog (its YAML list)."""
-    import yaml
-
-    catalog = yaml.safe_load(path.read_text())
-    catalog["engines"] = [e for e in catalog["engines"] if (e["name"], e["version"]) != (name, version)]
-    path.write_text(yaml.safe_dump(catalog, sort_keys=False))
 
 
 def _run(steps: dict[str, Step], workdir: Path, env: dict[str, str], name: str, *args: str) -> Step:
@@ -194,12 +185,10 @@ def history(
     # recalibration: declare the calibrated release, replay history under it, publish
     engines = tmp_path_factory.mktemp("engines") / "engines.yaml"
     shutil.copy(REPO / "conf" / "engines.yaml", engines)
-    run("declare-before-pending", "calibrate", "--engine", ENGINE, "--declare", "--engines", str(engines))
-    # the shipped catalog holds correlation@2 for a later date; a team recalibrating today has
-    # no pending release: the same catalog without it
-    without_pending(engines, "correlation", 2)
-    run("declare-from-calibrated", "calibrate", "--engine", "correlation@9", "--declare")
     recalibrate = ("--engine", ENGINE, "--declare", "--engines", str(engines))
+    early = ("--effective-from", "2026-11-20")  # before correlation@2 took effect
+    run("declare-before-latest", "calibrate", *recalibrate, *early)
+    run("declare-from-calibrated", "calibrate", "--engine", "correlation@9", "--declare")
     declared = run("calibrate-declare", "calibrate", *recalibrate)
     before_recalibration = datetime.now(UTC)
     if declared.code == 0:
@@ -235,7 +224,7 @@ def test_every_step_of_the_ml_history_exits_0(history: History) -> None:
         "calibrate-future",
         "calibrate-tracking-unreachable",
         "declare-from-calibrated",
-        "declare-before-pending",
+        "declare-before-latest",
     }
     unexpected = {name: failed[name] for name in set(failed) - refusals}
     assert not unexpected, unexpected
@@ -264,8 +253,8 @@ def test_every_step_of_the_ml_history_exits_0(history: History) -> None:
         ("calibrate-tracking-unreachable", "MLflow tracking server http://127.0.0.1:9 is unreachable"),
         ("declare-from-calibrated", "engine correlation@9 is not declared"),
         (
-            "declare-before-pending",
-            "--declare: a new correlation release must take effect after correlation@2",
+            "declare-before-latest",
+            "--declare: a new correlation release must take effect after correlation@2 (2026-11-25)",
         ),
     ],
 )
@@ -751,8 +740,8 @@ def test_calibration_at_names_the_release_in_force_and_what_was_measured_before_
     """``lakehouse calibration --at T``: before the recalibration's publication the base
     release, uncalibrated, with the measurement that led to it; after it the recalibrated
     release, its calibrators and pinned models, and the figures of the run that fitted them.
-    Both readers answer alike; the shipped catalog, whose correlation@2 is not the one this
-    ledger declared, is refused."""
+    Both readers answer alike; the shipped catalog, which lacks the published release, is
+    refused (it would otherwise name the base release)."""
     workdir = str(history.config.workdir_path)
     common = ["--conf", str(CONF), "--json", "--workdir", workdir]
     declared = history["calibrate-declare"].data
@@ -795,7 +784,7 @@ def test_calibration_at_names_the_release_in_force_and_what_was_measured_before_
     for args, says in [
         (("--at", "2026-01-01T00:00:00", "--engines", str(history.engines)), "--at"),
         (("--at", now, "--engine", "scoring", "--engines", str(history.engines)), "scoring"),
-        (("--at", now), "differs from its declaration recorded in the ledger"),
+        (("--at", now), f"records output of {release}, which this file does not declare"),
     ]:
         code, _, err = calibration(*args)
         assert code == 2, (args, err)

@@ -4,18 +4,18 @@ The plan is the shipped ``conf/plans/correlation-v2-rescoring.yaml``.
 
 The hand-written history (tests.replay_history) plus frank, a third user of dave's and
 erin's device d5, built through the product under the shipped ``conf/engines.yaml`` on
-2026-03-01 (ER v1 and correlation v1 decide). correlation@2 takes effect 2026-12-15; it
+2026-03-01 (ER v1 and correlation v1 decide). correlation@2 takes effect 2026-11-25; it
 weighs d5 (three entities) 1/2, so the three d5 pairs fall from 0.5 to 0.333333, and it adds
 ``weight`` to every row's evidence: every row is restated, none is retracted.
 
 One story on the shipped mixed-format default (module-scoped):
 
-1. 2026-12-01, before correlation@2 takes effect: the dry run scopes the whole answer on
+1. 2026-11-20, before correlation@2 takes effect: the dry run scopes the whole answer on
    the resolver in force (ER v1: v2 and v3 wait for a published restatement); a correction
    is refused before anything is recorded; a comparison runs and is never publishable.
-2. 2026-12-16: the correction stops at awaiting_approval with verdict publish; approved,
+2. 2026-11-26: the correction stops at awaiting_approval with verdict publish; approved,
    acknowledged, published.
-3. 2026-12-17: the next forward Gold build runs correlation@2 (in effect, its restatement
+3. 2026-11-27: the next forward Gold build runs correlation@2 (in effect, its restatement
    published) and rewrites nothing; then the publication is rolled back.
 """
 
@@ -59,9 +59,9 @@ PLAN = REPO / "conf" / "plans" / "correlation-v2-rescoring.yaml"
 ER_PLAN = REPO / "conf" / "plans" / "er-v3-recorrelation.yaml"
 ENGINES = REPO / "conf" / "engines.yaml"
 BUILT = datetime(2026, 3, 1, tzinfo=UTC)
-BEFORE_EFFECTIVE = datetime(2026, 12, 1, tzinfo=UTC)
-EFFECTIVE = datetime(2026, 12, 16, tzinfo=UTC)
-LATER = datetime(2026, 12, 17, tzinfo=UTC)
+BEFORE_EFFECTIVE = datetime(2026, 11, 20, tzinfo=UTC)
+EFFECTIVE = datetime(2026, 11, 26, tzinfo=UTC)
+LATER = datetime(2026, 11, 27, tzinfo=UTC)
 FRANK = event("l6", "logins", "2025-03-06T10:00:00", "frank@example.com", device="d5", line=4)
 DAVE, ERIN, FRANK_ID = (v1_id(f"{n}@example.com") for n in ("dave", "erin", "frank"))
 
@@ -218,7 +218,7 @@ def test_the_dry_run_scopes_the_whole_answer_on_the_resolver_in_force(story: Sto
 def test_before_it_takes_effect_a_correction_is_refused_and_a_comparison_runs(story: Story) -> None:
     refused = story.early_correction
     assert isinstance(refused, ReplayRefusedError)
-    assert "correlation@2 takes effect 2026-12-15, after this replay's date 2026-12-01" in str(refused)
+    assert "correlation@2 takes effect 2026-11-25, after this replay's date 2026-11-20" in str(refused)
     before, after = story.entries_around_refusal
     assert after == before, "a refused correction records nothing"
     compared = story.comparison
