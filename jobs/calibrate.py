@@ -73,31 +73,24 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from lakehouse.expressions import parse_instant
     from ledger.engines import load_engines
     from workloads.engines.correlation import ASSETS
-    from workloads.engines.correlation_calibrated import BASES
+    from workloads.ml.calibrate import check_declarable
     from workloads.ml.point_in_time import label_horizon_days
     from workloads.ml.tracking import check_reachable, tracking_for
     from workloads.policies import load_calibration_policy
 
     name, version = args.engine
-    spec = load_engines(args.engines).resolve(name, version)
+    catalog = load_engines(args.engines)
+    spec = catalog.resolve(name, version)
     decided = "gold.correlations"
     if not any(p.split(":")[0] == decided for p in spec.produces):
         raise UsageError(
             f"--engine {spec.ref} produces {', '.join(spec.produces) or 'nothing'}, not {decided}"
         )
-    if args.declare and spec.ref not in BASES:
-        raise UsageError(
-            f"--declare: calibrate a base release ({', '.join(sorted(BASES))}); {spec.ref} is not one"
-        )
-    if args.declare and not args.plan_template.is_file():
-        raise UsageError(f"--plan-template {args.plan_template}: no such file")
     effective = args.effective_from or datetime.now(UTC).date()
-    latest = load_engines(args.engines).versions(name)[-1]
-    if args.declare and effective <= latest.effective_from:
-        raise UsageError(
-            f"--declare: a new {name} release must take effect after {latest.ref} ({latest.effective_from}); "
-            f"pass --effective-from after it, or recalibrate once {latest.ref} is in force"
-        )
+    if args.declare:
+        check_declarable(catalog, spec, effective)
+        if not args.plan_template.is_file():
+            raise UsageError(f"--plan-template {args.plan_template}: no such file")
     if args.scope is not None and args.scope not in ASSETS:
         raise UsageError(
             f"--scope {args.scope!r} is not a correlation type; known: {', '.join(sorted(ASSETS))}"

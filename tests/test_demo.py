@@ -132,13 +132,14 @@ def test_the_serving_release_is_recalibrated_when_a_calibrator_was_registered(de
     correlation@2 uncalibrated with the demo's measurement. The published path runs in
     ``tests/workloads/ml/test_training_set.py`` through the CLI, and in ``make demo``."""
     from ledger.engines import load_engines
+    from workloads.synthetic.demo import demo_catalog_path
 
     assert demo.returncode == 0, demo.stderr[-3000:]
     learnt = demo.report["chapters"]["machine_learning"]
     recalibrated = learnt["recalibration"]
     assert recalibrated["serving"] == "correlation@2", recalibrated
     measured = next(c for c in learnt["calibrations"] if c["engine"] == "correlation@2")
-    catalog = demo.config.workdir_path / f"engines-{demo.config.instance}.yaml"
+    catalog = demo_catalog_path(demo.config)
     assert [s.version for s in load_engines(CONF.parent / "engines.yaml").versions("correlation")] == [1, 2]
     workdir = str(demo.config.workdir_path)
     now = datetime.now(UTC).isoformat()

@@ -33,13 +33,27 @@ from workloads.engines.correlation import MAX_ENTITIES_PER_ASSET, correlate_v1, 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["BASES", "WHOLE_RELEASE", "calibrated_confidence", "correlate_calibrated"]
+__all__ = [
+    "BASES",
+    "CALIBRATORS",
+    "WHOLE_RELEASE",
+    "calibrated_confidence",
+    "correlate_calibrated",
+    "is_recalibrated",
+]
 
 BASES: Final = {"correlation@1": correlate_v1, "correlation@2": correlate_v2}
 """The base releases a calibrated release can stand on."""
 TOP: Final = 0.999999
 WHOLE_RELEASE: Final = "all"
 """The key of the calibrator fitted on every correlation type pooled (the fallback)."""
+CALIBRATORS: Final = "calibrators"
+"""The parameter holding a recalibrated release's maps (type -> map)."""
+
+
+def is_recalibrated(parameters: Mapping[str, Any]) -> bool:
+    """Whether a correlation release's declared parameters make it a recalibrated release."""
+    return CALIBRATORS in parameters
 
 
 def _platt(p: Column, calibrator: Mapping[str, Any]) -> Column:

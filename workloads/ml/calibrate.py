@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Final
 from lakehouse.errors import UsageError
 from lakehouse.frames import materialize
 from ledger.clock import utc
-from ledger.engines import EngineSpec
+from ledger.engines import EngineCatalog, EngineSpec
 from ledger.entries import CalibrationMeasured, EngineDeclared
+from workloads.engines.correlation_calibrated import BASES, CALIBRATORS
 from workloads.evaluation import calibration as measure
 from workloads.ml.correlation_outcomes import decision_outcomes, engine_decisions
 from workloads.ml.point_in_time import knowledge_end
@@ -458,6 +459,22 @@ def recalibration_plan(
     }
 
 
+def check_declarable(catalog: EngineCatalog, base: EngineSpec, effective_from: date) -> None:
+    """Refuse (exit 2) a recalibration that cannot be declared: a base the calibrated producer
+    cannot stand on, or a date not after every declared release of the engine (a release
+    declared earlier could never take effect after the pending one)."""
+    if base.ref not in BASES:
+        bases = ", ".join(sorted(BASES))
+        raise UsageError(f"--declare: calibrate a base release ({bases}); {base.ref} is not one")
+    latest = catalog.versions(base.name)[-1]
+    if effective_from <= latest.effective_from:
+        raise UsageError(
+            f"--declare: a new {base.name} release must take effect after {latest.ref} "
+            f"({latest.effective_from}); pass --effective-from after it, or recalibrate once {latest.ref} "
+            "is in force"
+        )
+
+
 def declare_recalibration(
     engines_path: Path,
     base: EngineSpec,
@@ -494,7 +511,7 @@ def declare_recalibration(
             f"{base.ref} with confidences recalibrated against later outcomes (confidence calibration of "
             f"calibrate run {calibration.run_id}; {', '.join(sorted(calibrators))})"
         ),
-        parameters={**dict(base.parameters), "base": base.ref, "calibrators": calibrators},
+        parameters={**dict(base.parameters), "base": base.ref, CALIBRATORS: calibrators},
         model_versions=models,
         consumes=base.consumes,
         produces=base.produces,

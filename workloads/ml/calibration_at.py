@@ -27,6 +27,7 @@ from typing import Any
 from ledger.chain import LedgerRecord
 from ledger.engines import EngineCatalog, engines_in_force
 from ledger.entries import CalibrationMeasured, EngineDeclared
+from workloads.engines.correlation_calibrated import CALIBRATORS
 
 __all__ = ["CalibrationAt", "Measurement", "calibration_at"]
 
@@ -90,7 +91,7 @@ def calibration_at(
     measured = [(r, e) for r, e in zip(known, entries, strict=True) if isinstance(e, CalibrationMeasured)]
     mine = [_measurement(r, e) for r, e in measured if e.engine == spec.ref]
     last = mine[-1] if mine else None
-    calibrators = spec.parameters.get("calibrators")
+    calibrators = spec.parameters.get(CALIBRATORS)
     if not isinstance(calibrators, dict):
         return CalibrationAt(at, spec.ref, in_force.reason, calibrated=False, last_measured=last)
     declared = (spec.name, spec.version)

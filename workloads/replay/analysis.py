@@ -24,6 +24,7 @@ from ledger.clock import Clock, SystemClock
 from ledger.engines import EngineCatalog
 from ledger.entries import Publication
 from ledger.reader import LedgerReader
+from workloads.engines.correlation_calibrated import is_recalibrated
 from workloads.replay import candidate as cand
 from workloads.replay import scope as sc
 from workloads.replay.identity import declared_int, engine_function, engine_kwargs
@@ -106,7 +107,7 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
     serving = registry.get(plan.answer.table).read(as_of=setup.pins[plan.answer.table])
     current = serving.where(cand.is_current() & sc.in_range(F.col("valid_from"), setup.bounds))
     serving_in_scope = materialize(sc.involving(current, recompute))
-    recalibrated = "calibrators" in engines.new.parameters
+    recalibrated = is_recalibrated(engines.new.parameters)
     reasons = cand.Reasons.of(
         plan=plan.plan,
         run_id=setup.run_id,

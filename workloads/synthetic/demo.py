@@ -20,6 +20,7 @@ from lakehouse.tables import TableRegistry
 from ledger import Clock, Ledger
 
 if TYPE_CHECKING:
+    from lakehouse.config import LakehouseConfig
     from ledger import ErasureCertificate, ErasureVerification
     from ledger.engines import EngineCatalog, EngineSpec
     from workloads.asof.answer import AsOfAnswer
@@ -196,6 +197,14 @@ class DemoReport:
     chapters: Chapters
 
 
+DEMO_PLAN = Path("conf/plans/er-v3-recorrelation.yaml")
+"""ER v1 -> v3: measured against the history's labelled truth, v3 (v2's email rules without
+its card rule) improves entity resolution and correlations alike; v2 merged ring members."""
+DEMO_ENGINES = Path("conf/engines.yaml")
+RESCORING_PLAN = Path("conf/plans/correlation-v2-rescoring.yaml")
+"""correlation 1 -> 2: a producer change, run after the ER restatement on its entities."""
+
+
 def create_zones(registry: TableRegistry, progress: Progress) -> None:
     """Create every configured table that does not exist yet."""
     for table in registry:
@@ -231,7 +240,7 @@ def medallion(
     progress: Progress,
     gate: Gate | None,
     pinned: Mapping[str, int] | None = None,
-    engines_path: Path | None = None,
+    engines_path: Path = DEMO_ENGINES,
 ) -> Medallion:
     """generate -> ingest every feed -> Silver -> Gold; returns what to show.
 
@@ -240,6 +249,7 @@ def medallion(
     """
     from pyspark.sql import functions as F
 
+    from workloads.engines.entity_resolution import NAME as RESOLVER
     from workloads.pipeline import run_gold, run_ingest, run_silver
     from workloads.synthetic.generator import FEEDS, GeneratorSettings, generate, load_lateness_policy
 
@@ -256,17 +266,14 @@ def medallion(
         progress(f"ingesting {feed}")
         ingested[feed] = run_ingest(registry, ledger, clock, feed=feed, source=history)
     progress("building Silver (canonicalise, quarantine, dedupe, lateness, entity resolution)")
-    catalog = engines_path or DEMO_ENGINES
-    from workloads.engines.entity_resolution import NAME as RESOLVER
-
     pins = dict(pinned or {})
     resolver = {name: v for name, v in pins.items() if name == RESOLVER}
     silver = run_silver(
-        registry, ledger, clock, policy=policy, gate=gate, pinned=resolver, engines_path=catalog
+        registry, ledger, clock, policy=policy, gate=gate, pinned=resolver, engines_path=engines_path
     )
     progress("building Gold (daily features, W1 baselines, correlations)")
     producers = {name: v for name, v in pins.items() if name != RESOLVER}
-    gold = run_gold(registry, ledger, clock, gate=gate, pinned=producers, engines_path=catalog)
+    gold = run_gold(registry, ledger, clock, gate=gate, pinned=producers, engines_path=engines_path)
 
     quarantine = registry.get("ops.quarantine").read()
     reasons = {
@@ -295,28 +302,27 @@ def medallion(
     )
 
 
-DEMO_PLAN = Path("conf/plans/er-v3-recorrelation.yaml")
-"""ER v1 -> v3: measured against the history's labelled truth, v3 (v2's email rules without
-its card rule) improves entity resolution and correlations alike; v2 merged ring members."""
-DEMO_ENGINES = Path("conf/engines.yaml")
+def demo_catalog_path(config: LakehouseConfig) -> Path:
+    """Where the demo lakehouse keeps its own engine catalog: ``engines.yaml`` in the work dir,
+    or ``engines-<instance>.yaml`` for an instance."""
+    return config.workdir_path / (f"engines-{config.instance}.yaml" if config.instance else "engines.yaml")
 
 
 def demo_catalog(registry: TableRegistry, shipped: Path = DEMO_ENGINES) -> Path:
-    """The demo lakehouse's own engine catalog: the shipped file copied once into the work
-    dir (``engines.yaml``, or ``engines-<instance>.yaml``). The ML chapter declares its
-    recalibrated release there, so the shipped file is never edited; every chapter reads it,
-    and later commands on this lakehouse take ``--engines <this file>``."""
+    """The demo lakehouse's own engine catalog (:func:`demo_catalog_path`): the shipped file
+    copied once. The ML chapter declares its recalibrated release there, so the shipped file
+    is never edited; every chapter reads it, and later commands on this lakehouse take
+    ``--engines <this file>``."""
     import shutil
 
-    config = registry.config
-    path = config.workdir_path / (f"engines-{config.instance}.yaml" if config.instance else "engines.yaml")
+    path = demo_catalog_path(registry.config)
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shipped, path)
     return path
 
 
-def starting_pins(ledger: Ledger, plan_paths: Sequence[Path] = ()) -> dict[str, int]:
+def starting_pins(ledger: Ledger, plan_paths: Sequence[Path] = (DEMO_PLAN, RESCORING_PLAN)) -> dict[str, int]:
     """The story's starting point: a lakehouse whose history the plans' old versions decided.
 
     On a fresh lakehouse the in-force rule would build with the latest effective version of
@@ -330,7 +336,7 @@ def starting_pins(ledger: Ledger, plan_paths: Sequence[Path] = ()) -> dict[str, 
     from workloads.replay.plan import load_plan
 
     produced = engine_history(ledger.reader.entries())
-    changes = [load_plan(path).engine_change for path in plan_paths or (DEMO_PLAN, RESCORING_PLAN)]
+    changes = [load_plan(path).engine_change for path in plan_paths]
     return {c.engine: int(c.from_version) for c in changes if c.engine not in produced}
 
 
@@ -441,10 +447,6 @@ def restatement(
         rollback=back,
         republication=publish(registry, run_id, clock=clock),
     )
-
-
-RESCORING_PLAN = Path("conf/plans/correlation-v2-rescoring.yaml")
-"""correlation 1 -> 2: a producer change, run after the ER restatement on its entities."""
 
 
 def rescoring(
@@ -608,9 +610,11 @@ def recalibration(
     the plan it writes). A second demo run finds the recalibrated release in force and
     shows it; a serving release with no registered calibrator, or a pending release that a
     new one cannot precede, leaves the chapter waiting, with the reason."""
+    from lakehouse.errors import UsageError
     from ledger.engines import engines_in_force, load_engines
     from workloads.engines.correlation import NAME as CORRELATION
-    from workloads.ml.calibrate import declare_recalibration
+    from workloads.engines.correlation_calibrated import is_recalibrated
+    from workloads.ml.calibrate import check_declarable, declare_recalibration
     from workloads.replay import publish, run_replay
     from workloads.replay.plan import load_plan
     from workloads.replay.state import AWAITING_APPROVAL
@@ -618,7 +622,7 @@ def recalibration(
     engines = load_engines(engines_path)
     today = clock.now().date()
     serving = engines_in_force(engines, ledger.reader.entries(), [CORRELATION], today)[CORRELATION].spec
-    if "calibrators" in serving.parameters:
+    if is_recalibrated(serving.parameters):
         return Recalibrated(
             serving.ref, waiting=f"{serving.ref}, a recalibrated release, is already in force"
         )
@@ -627,13 +631,10 @@ def recalibration(
         return Recalibrated(
             serving.ref, waiting=f"no calibrator of {serving.ref} is registered: nothing to declare"
         )
-    latest = engines.versions(CORRELATION)[-1]
-    if latest.effective_from >= today:
-        return Recalibrated(
-            serving.ref,
-            waiting=f"{latest.ref} takes effect {latest.effective_from}: a release declared today cannot "
-            "precede it",
-        )
+    try:
+        check_declarable(engines, serving, today)
+    except UsageError as exc:
+        return Recalibrated(serving.ref, waiting=str(exc))
     progress(f"ML: declaring {serving.ref} recalibrated as the next correlation release")
     declared, entry = declare_recalibration(
         engines_path, serving, fitted, effective_from=today, template=RESCORING_PLAN, plans=plans
