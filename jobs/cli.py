@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "publish": "jobs.publish",
     "rollback": "jobs.rollback",
     "protect": "jobs.protect",
+    "maintain": "jobs.maintain",
     "verify": "jobs.verify",
     "erase": "jobs.erase",
     "hold": "jobs.hold",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from workloads.evaluation import QualityReport
     from workloads.gold.build import GoldReport
     from workloads.gold.entity_index import IndexRefresh
+    from workloads.maintenance import MaintenanceReport
     from workloads.ml.calibration_at import CalibrationAt
     from workloads.ml.model import ModelMetrics
     from workloads.replay import (
@@ -301,6 +302,47 @@ def render_protection(report: ProtectionReport) -> list[Block]:
         ]
         gone = f"; gone already: {', '.join(str(v) for v in table.gone)}" if table.gone else ""
         out.append(f"{table.table} ({table.format}) {verb}: {', '.join(changes)}{gone}")
+    return out
+
+
+def render_maintenance(report: MaintenanceReport) -> list[Block]:
+    """``lakehouse maintain``: per table what was (or would be) done, files and bytes, what was kept."""
+    rows = []
+    kept: list[str] = []
+    for t in report.tables:
+        action = [
+            *(["compacted" if t.compacted_to is not None else "compact"] if t.compact else []),
+            *([f"expired before {t.expire_before.date().isoformat()}"] if t.expire_before else []),
+        ]
+        after = "" if t.stored_files_after is None else f"{t.stored_files_after}"
+        rows.append(
+            {
+                "table": t.table,
+                "format": t.format,
+                "action": ", ".join(action) or "-",
+                "data files": t.live_files_before
+                if t.live_files_after is None
+                else f"{t.live_files_before} -> {t.live_files_after}",
+                "stored files": f"{t.stored_files_before}" + (f" -> {after}" if after else ""),
+                "stored MB": f"{t.stored_bytes_before / 1e6:.2f}"
+                + ("" if t.stored_bytes_after is None else f" -> {t.stored_bytes_after / 1e6:.2f}"),
+            }
+        )
+        kept.extend(f"  {t.table}: {why}" for why in t.kept)
+    head = (
+        f"maintenance (dry run, nothing written), owner {report.owner}"
+        if report.dry_run
+        else f"maintenance run {report.run_id}, owner {report.owner}: "
+        f"{report.stored_bytes_freed / 1e6:.2f} MB freed in {report.seconds:.1f} s"
+    )
+    out: list[Block] = [
+        head,
+        TableView(rows, ["table", "format", "action", "data files", "stored files", "stored MB"]),
+    ]
+    if report.holds:
+        out.append(f"legal holds placed: {', '.join(report.holds)}")
+    if kept:
+        out += ["kept:", *kept]
     return out
 
 

@@ -29,6 +29,7 @@ from ledger.entries import (
     LedgerEntryBase,
     LedgerSchemaChanged,
     LegalHold,
+    MaintenanceDone,
     Notification,
     Publication,
     ReconciliationDecision,
@@ -36,6 +37,7 @@ from ledger.entries import (
     RunFinished,
     RunStarted,
     Supersession,
+    TableMaintained,
     parse_entry,
 )
 from ledger.identity import EngineIdentity, InputRead, OutputWritten
@@ -71,6 +73,7 @@ __all__ = [
     "LedgerWriter",
     "LegalHold",
     "Lineage",
+    "MaintenanceDone",
     "MigrationReport",
     "Notification",
     "OutputWritten",
@@ -81,6 +84,7 @@ __all__ = [
     "RunStarted",
     "Supersession",
     "SystemClock",
+    "TableMaintained",
     "VerifyReport",
     "lineage_of",
     "migrate",

@@ -362,6 +362,38 @@ class ErasureCertificate(_InRun):
         )
 
 
+class TableMaintained(StrictModel):
+    """What ``lakehouse maintain`` did to one table, with what it kept and why."""
+
+    zone: str
+    format: str
+    compacted_to: int | None = None
+    """The version compaction wrote (the rows unchanged); None: not compacted."""
+    expired_before: AwareDatetime | None = None
+    """History older than this was expired (Iceberg) or vacuumed (Delta); None: none."""
+    kept: tuple[str, ...] = ()
+    """What was left alone, and the rule or state that keeps it."""
+    live_files_before: int = Field(ge=0)
+    live_files_after: int = Field(ge=0)
+    stored_files_before: int = Field(ge=0)
+    stored_files_after: int = Field(ge=0)
+    stored_bytes_before: int = Field(ge=0)
+    stored_bytes_after: int = Field(ge=0)
+
+
+class MaintenanceDone(_InRun):
+    """A maintenance run applied the retention and compaction policies, table by table."""
+
+    kind: Literal["maintenance"] = "maintenance"
+    owner: str = Field(min_length=1)
+    tables: dict[str, TableMaintained]
+
+    def refs(self) -> tuple[str, ...]:
+        return tuple(
+            sorted(out_ref(t, m.compacted_to) for t, m in self.tables.items() if m.compacted_to is not None)
+        )
+
+
 class LegalHold(LedgerEntryBase):
     """A legal hold on a data subject was placed or released: while it is placed, the subject
     may not be erased. Outside any run. Like a certificate, it names the subject only by a
@@ -393,6 +425,7 @@ LedgerEntry = Annotated[
     | Rollback
     | ErasureProgress
     | ErasureCertificate
+    | MaintenanceDone
     | LegalHold,
     Field(discriminator="kind"),
 ]
@@ -414,6 +447,7 @@ ENTRY_TYPES: tuple[type[LedgerEntryBase], ...] = (
     Rollback,
     ErasureProgress,
     ErasureCertificate,
+    MaintenanceDone,
     LegalHold,
 )
 KINDS: tuple[str, ...] = tuple(t.model_fields["kind"].default for t in ENTRY_TYPES)

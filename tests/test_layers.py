@@ -23,6 +23,7 @@ WORKLOAD_ORDER = [
     {"replay", "asof"},
     {"ml"},
     {"compliance"},
+    {"maintenance"},
     {"pipeline"},
     {"synthetic"},
 ]

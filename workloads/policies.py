@@ -1,8 +1,9 @@
 """The policy file (``conf/policies.yaml``): where it is, its ``protection`` and ``calibration`` sections.
 
 The ``lateness`` section is read by :mod:`workloads.silver.lateness`; ``protection`` (how long
-the format's history must stay readable for audits) and ``calibration`` (when a scope's
-calibration error is a divergence to flag) here.
+the format's history must stay readable for audits), ``calibration`` (when a scope's
+calibration error is a divergence to flag), ``retention`` and ``maintenance`` (how much history
+each zone keeps, and when small files are compacted) here.
 """
 
 from __future__ import annotations
@@ -68,3 +69,47 @@ def load_calibration_policy(path: Path = DEFAULT_POLICY_PATH) -> CalibrationPoli
     if not isinstance(document.get("calibration"), dict):
         raise ConfigError(f"{path}: no 'calibration' mapping (calibration.ece_threshold)")
     return validate_file(_CalibrationSection, path, {"calibration": document["calibration"]}).calibration
+
+
+class RetentionPolicy(StrictModel):
+    """How many days of table history each zone keeps under ``lakehouse maintain``."""
+
+    bronze_days: int = Field(ge=0)
+    silver_days: int = Field(ge=0)
+    gold_days: int = Field(ge=0)
+    ops_days: int = Field(ge=0)
+
+    def days(self, zone: str) -> int:
+        """The retention of ``zone`` (``bronze``, ``silver``, ``gold`` or ``ops``)."""
+        return int(getattr(self, f"{zone}_days"))
+
+    def rule(self, zone: str) -> str:
+        """The policy key that sets ``zone``'s retention, for messages."""
+        return f"retention.{zone}_days = {self.days(zone)}"
+
+
+class MaintenancePolicy(StrictModel):
+    """Who compacts, and when a table has enough small files to be worth it."""
+
+    owner: str = Field(min_length=1)
+    small_file_bytes: int = Field(ge=1)
+    compact_min_small_files: int = Field(ge=2)
+
+
+class _MaintenanceSections(StrictModel):
+    retention: RetentionPolicy
+    maintenance: MaintenancePolicy
+
+
+def load_maintenance_policies(path: Path = DEFAULT_POLICY_PATH) -> tuple[RetentionPolicy, MaintenancePolicy]:
+    """Read the ``retention:`` and ``maintenance:`` sections (one-line errors name the key)."""
+    document = read_yaml_mapping(path, what="policy file")
+    for section, example in (("retention", "retention.silver_days"), ("maintenance", "maintenance.owner")):
+        if not isinstance(document.get(section), dict):
+            raise ConfigError(f"{path}: no '{section}' mapping ({example})")
+    found = validate_file(
+        _MaintenanceSections,
+        path,
+        {"retention": document["retention"], "maintenance": document["maintenance"]},
+    )
+    return found.retention, found.maintenance

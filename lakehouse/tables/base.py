@@ -572,6 +572,32 @@ class Table(ABC):
     def expire(self, older_than: datetime, *, retain_last: int = 1) -> None:
         """Forget states older than ``older_than`` (and their unreferenced files)."""
 
+    @abstractmethod
+    def compact(self, *, run_id: str | None = None) -> int | None:
+        """Rewrite the current version's small data files into fewer, larger ones; the rows do
+        not change. Returns the new version, or None when the format found nothing to rewrite.
+
+        Delta ``OPTIMIZE`` (bins of files per partition); Iceberg ``rewrite_data_files`` with
+        ``min-input-files = 2`` (its default of 5 leaves a small table as it is). The old
+        files stay on disk, readable by the versions that list them, until :meth:`expire`.
+        """
+
+    @abstractmethod
+    def data_file_sizes(self) -> list[int]:
+        """The size in bytes of each data file of the current version (none before a write)."""
+
+    def stored_size(self) -> TableSize:
+        """The data files the table keeps in storage under :meth:`storage_locations`, for every
+        retained version and open candidate (rows are not counted): what :meth:`expire` frees,
+        where the current version's size does not move. The formats' logs and metadata are left
+        out: they are small, and an expiry itself adds to them (Delta logs each ``VACUUM``)."""
+        files = size = 0
+        for location in self.storage_locations():
+            for length in _data_file_lengths(self.spark, location):
+                files += 1
+                size += length
+        return TableSize(files, size, 0)
+
     # -- protection from maintenance ----------------------------------------------------
 
     @abstractmethod
@@ -636,6 +662,28 @@ class Table(ABC):
     def drop_tag(self, name: str) -> None:
         """Remove a tag (nothing if there is none)."""
         raise UsageError(f"{self.name} is a {self.format.value} table: its versions cannot be tagged")
+
+
+_METADATA_FOLDERS = frozenset({"_delta_log", "metadata"})
+"""Folders of a table that hold the format's log or metadata (Delta checkpoints are Parquet too)."""
+
+
+def _data_file_lengths(spark: SparkSession, location: str) -> Iterator[int]:
+    """The length of every Parquet data file under ``location`` (recursively, any Hadoop file
+    system), outside the formats' log and metadata folders."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        return
+    root = str(path.toUri().getPath()).rstrip("/")
+    files = fs.listFiles(path, True)
+    while files.hasNext():
+        status = files.next()
+        relative = str(status.getPath().toUri().getPath())[len(root) :].split("/")
+        if relative[-1].endswith(".parquet") and not _METADATA_FOLDERS.intersection(relative[:-1]):
+            yield int(status.getLen())
 
 
 def tblproperties_sql(properties: Mapping[str, str]) -> str:

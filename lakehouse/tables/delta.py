@@ -27,6 +27,7 @@ from lakehouse.tables.base import (
     TableSize,
     VersionRef,
     candidate_ref,
+    commit_metadata,
     file_path,
     first_line,
     metadata_context_json,
@@ -414,6 +415,21 @@ class DeltaLakeTable(Table):
         # this method is the caller's explicit choice, so both guards are off for this statement.
         with session_settings(self.spark, {RETENTION_CHECK_CONF: "false", RETENTION_IGNORE_CONF: "false"}):
             self.spark.sql(f"VACUUM {self.sql_name} RETAIN {hours:.6f} HOURS")
+
+    def compact(self, *, run_id: str | None = None) -> int | None:
+        self._require()
+        before = self.current_version()
+        with session_settings(
+            self.spark, {USER_METADATA_CONF: metadata_context_json(commit_metadata(run_id))}
+        ):
+            self.spark.sql(f"OPTIMIZE {self.sql_name}")
+        after = self.current_version()
+        return after if after != before else None
+
+    def data_file_sizes(self) -> list[int]:
+        if not self.exists() or self.current_version() is None:
+            return []
+        return [_file_length(self.spark, path) for path in self.read().inputFiles()]
 
     # -- protection from maintenance ----------------------------------------------------
 

@@ -25,6 +25,7 @@ from lakehouse.tables.base import (
     VersionRef,
     VersionTag,
     candidate_ref,
+    commit_metadata,
     file_path,
     first_line,
     session_settings,
@@ -331,6 +332,25 @@ class IcebergTable(Table):
             f"CALL `{self.catalog}`.system.expire_snapshots(table => '{self.procedure_name}', "
             f"older_than => TIMESTAMP '{stamp}', retain_last => {max(1, retain_last)})"
         )
+
+    def compact(self, *, run_id: str | None = None) -> int | None:
+        self._require()
+        before = self.current_version()
+        with session_settings(self.spark, _snapshot_confs(commit_metadata(run_id))):
+            self.spark.sql(
+                f"CALL `{self.catalog}`.system.rewrite_data_files(table => '{self.procedure_name}', "
+                f"options => map('min-input-files', '2'))"
+            )
+        after = self.current_version()
+        return after if after != before else None
+
+    def data_file_sizes(self) -> list[int]:
+        if not self.exists() or self.current_version() is None:
+            return []
+        rows = self.spark.sql(
+            f"SELECT file_size_in_bytes FROM {self._metadata_table('data_files')}"
+        ).collect()
+        return [int(r[0]) for r in rows]
 
     # -- protection from maintenance ----------------------------------------------------
 

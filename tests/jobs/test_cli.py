@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ def test_help_lists_the_commands() -> None:
     assert result.returncode == 0
     for command in ("demo", "tables", "submit-args", "replay", "approve", "ack", "publish", "rollback"):
         assert command in result.stdout
-    for command in ("engines", "asof", "ledger", "reindex", "protect", "erase", "hold"):
+    for command in ("engines", "asof", "ledger", "reindex", "protect", "maintain", "erase", "hold"):
         assert command in result.stdout
 
 
@@ -99,8 +100,9 @@ def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], mes
         ("erase", "--subject-email", "a@example.org", "--dry-run"),
         ("hold", "list"),
         ("hold", "add", "LH-1", "--subject-email", "a@example.org", "--by", "counsel", "--reason", "case"),
+        ("maintain", "--dry-run"),
     ],
-    ids=["erase", "hold-list", "hold-add"],
+    ids=["erase", "hold-list", "hold-add", "maintain"],
 )
 def test_a_work_dir_without_a_lakehouse_says_how_to_make_one_before_spark_starts(
     tmp_path: Path, args: tuple[str, ...]
@@ -112,6 +114,33 @@ def test_a_work_dir_without_a_lakehouse_says_how_to_make_one_before_spark_starts
     assert "lakehouse demo, or generate + ingest + build" in result.stderr
     assert "starting Spark" not in result.stderr
     assert not (tmp_path / "empty" / "warehouse").exists(), "nothing was created"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda text: text.replace("  owner: data-platform", "  owner: ''"), "maintenance.owner"),
+        (lambda text: text.replace("  silver_days: 2555", "  silver_days: -1"), "retention.silver_days"),
+        (
+            lambda text: text.replace("compact_min_small_files: 8", "compact_min_small_files: many"),
+            "compact_min",
+        ),
+    ],
+    ids=["owner", "retention", "threshold"],
+)
+def test_maintain_refuses_a_bad_policy_naming_the_key_before_spark_starts(
+    tmp_path: Path, edit: Any, message: str
+) -> None:
+    policies = tmp_path / "policies.yaml"
+    shipped = (REPO / "conf" / "policies.yaml").read_text(encoding="utf-8")
+    policies.write_text(edit(shipped), encoding="utf-8")
+    assert policies.read_text(encoding="utf-8") != shipped
+    result = run("maintain", "--policies", str(policies), "--workdir", str(tmp_path / "empty"))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert message in result.stderr
+    assert str(policies) in result.stderr
+    assert "starting Spark" not in result.stderr
 
 
 def test_missing_config_is_one_line_and_nonzero(tmp_path: Path) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from jobs.output import TableView, plain, render_plain
-from jobs.render import indented, render_asof, render_replay, render_scope
+from jobs.render import indented, render_asof, render_maintenance, render_replay, render_scope
 from workloads.asof import AsOfAnswer, Route
+from workloads.maintenance import MaintenanceReport, TableMaintenance
 from workloads.replay import ReplayOutcome
 from workloads.replay.scope import Estimate, ProducingRun, ReplayScope
 
@@ -136,3 +138,34 @@ def test_an_asof_answer_dumps_route_row_counts_and_says_when_routes_disagree() -
     assert (
         "    by run gold-1 (build gold), engines correlation@1, published 2026-11-29T12:00:00+00:00" in lines
     )
+
+
+def test_maintenance_shows_each_tables_action_and_sizes_and_what_was_kept() -> None:
+    kept = ("version 3: published by run r-1 until 2027-01-01 (protection.audit_window_days = 90)",)
+    done = TableMaintenance(
+        table="silver.events",
+        zone="silver",
+        format="iceberg",
+        compact=True,
+        compacted_to=42,
+        expire_before=AT,
+        kept=kept,
+        live_files_before=9,
+        stored_files_before=30,
+        stored_bytes_before=3_000_000,
+        live_files_after=2,
+        stored_files_after=4,
+        stored_bytes_after=1_000_000,
+    )
+    report = MaintenanceReport(
+        "data-platform", False, ("LH-1 (placed by counsel)",), (done,), "maintain-1", 2.0
+    )
+    text = render_plain(render_maintenance(report))
+    assert "maintenance run maintain-1, owner data-platform: 2.00 MB freed" in text
+    assert "compacted, expired before 2026-11-29" in text
+    assert "9 -> 2" in text
+    assert "30 -> 4" in text
+    assert "legal holds placed: LH-1 (placed by counsel)" in text
+    assert f"silver.events: {kept[0]}" in text
+    planned = MaintenanceReport("data-platform", True, (), (replace(done, compacted_to=None),))
+    assert "dry run, nothing written" in render_plain(render_maintenance(planned))

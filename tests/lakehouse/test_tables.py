@@ -243,6 +243,35 @@ def test_expire_forgets_old_states_but_keeps_the_current(table: Table, spark_ses
         table.read(as_of=first).collect()
 
 
+def test_compaction_keeps_the_rows_in_fewer_files_and_expiry_then_frees_the_old_ones(
+    table: Table, spark_session: Any
+) -> None:
+    for value in range(3):
+        table.append(frame(spark_session, [(value, "a", value)]), run_id=f"run-{value}")
+    before = table.current_version()
+    assert before is not None
+    assert len(table.data_file_sizes()) == 3
+    stored = table.stored_size()
+
+    compacted = table.compact(run_id="maintain-1")
+
+    assert compacted is not None
+    assert compacted != before
+    assert rows(table) == [(0, "a", 0), (1, "a", 1), (2, "a", 2)]
+    assert len(table.data_file_sizes()) == 1
+    assert rows(table, as_of=before) == rows(table), "the version before compaction is still readable"
+    assert table.compact() is None, "one file per partition: nothing left to rewrite"
+    grown = table.stored_size()
+    assert grown.files > stored.files, "old files stay until expiry"
+    assert grown.bytes > stored.bytes
+
+    time.sleep(0.05)
+    table.expire(datetime.now(UTC) + timedelta(seconds=1), retain_last=1)
+
+    assert table.stored_size().files < grown.files
+    assert rows(table) == [(0, "a", 0), (1, "a", 1), (2, "a", 2)]
+
+
 def expire_everything_older_than_now(table: Table, spark: Any) -> None:
     """Iceberg's own expiry by plain SQL, stronger than its defaults: every snapshot older than now."""
     time.sleep(1.1)  # the procedure takes whole seconds

@@ -54,6 +54,7 @@ from ledger.entries import (
     LedgerEntryBase,
     LedgerSchemaChanged,
     LegalHold,
+    MaintenanceDone,
     Notification,
     Publication,
     QualityComparison,
@@ -62,6 +63,7 @@ from ledger.entries import (
     RunFinished,
     RunStarted,
     Supersession,
+    TableMaintained,
     entry_id_of,
     parse_entry,
 )
@@ -207,6 +209,25 @@ def one_of_each_kind() -> list[LedgerEntryBase]:
             subject_digest="h" * 64,
             at=T0,
         ),
+        MaintenanceDone(
+            run_id="maintain-1",
+            owner="data-platform",
+            tables={
+                "silver.events": TableMaintained(
+                    zone="silver",
+                    format="iceberg",
+                    compacted_to=7,
+                    expired_before=T0,
+                    kept=("version 3: published by run r-1",),
+                    live_files_before=9,
+                    live_files_after=2,
+                    stored_files_before=30,
+                    stored_files_after=4,
+                    stored_bytes_before=3000,
+                    stored_bytes_after=1000,
+                )
+            },
+        ),
     ]
 
 
@@ -228,6 +249,7 @@ def test_every_kind_round_trips_through_its_canonical_body() -> None:
         "erasure_progress",
         "legal_hold",
         "calibration_measured",
+        "maintenance",
     } <= set(KINDS)
     for entry in entries:
         body = entry.body()

@@ -8,6 +8,11 @@ after its candidate (a run that can still resume). What each format's primitives
 its own maintenance (tags, kept history, readability, what removed a version) is tested per
 format in ``tests/lakehouse/test_tables.py``. Then:
 
+0. **The product's own maintenance**, ``lakehouse maintain`` with no history kept by any zone
+   and every table worth compacting: a dry run writes nothing; under a legal hold nothing is
+   expired; after it, small files are compacted and old history expired in both formats,
+   while the published answer table (in its rollback window, with an open candidate) is not
+   compacted and every version the ledger protects stays. Every check below runs after it.
 1. **The formats' own maintenance, by plain Spark SQL** (not the project's code): Iceberg's
    ``expire_snapshots`` of every snapshot older than now (stronger than its defaults) on
    every Iceberg table; Delta's ``VACUUM`` with default settings, and ``RETAIN 0 HOURS``,
@@ -116,6 +121,55 @@ def plain_maintenance(lh: Lakehouse, *, aggressive: bool) -> Maintenance:
     return Maintenance(iceberg, dropped, delta, refused)
 
 
+@dataclass(frozen=True)
+class ProductMaintenance:
+    """``lakehouse maintain`` on the story: a dry run, a run under a legal hold, a run after it."""
+
+    steps: dict[str, Ran]
+    dry_run_wrote: tuple[int, int]
+    """Ledger entries and table versions that changed across the dry run (both 0 to pass)."""
+    entries: list[Any]
+    """The ``maintenance`` ledger entries afterwards."""
+    finished: list[Any]
+    """The ``run_finished`` entries of the maintenance runs."""
+
+
+def retention_free_policies(folder: Path) -> Path:
+    """The shipped policies with no history kept by any zone, and every table of two or more
+    files worth compacting: the strongest maintenance the product will run."""
+    import yaml
+
+    policies = yaml.safe_load((REPO / "conf" / "policies.yaml").read_text())
+    policies["retention"] = dict.fromkeys(policies["retention"], 0)
+    policies["maintenance"].update(small_file_bytes=1 << 30, compact_min_small_files=2)
+    path = folder / "policies-no-retention.yaml"
+    path.write_text(yaml.safe_dump(policies))
+    return path
+
+
+def product_maintenance(lh: Lakehouse, cli: Runner, policies: Path) -> ProductMaintenance:
+    reader = LedgerReader.for_registry(lh.registry)
+
+    def versions() -> dict[str, int | None]:
+        return {t.name: t.current_version() for t in lh.registry if t.exists()}
+
+    entries, tables = len(reader.records()), versions()
+    steps = {"dry-run": cli("maintain", "--dry-run", "--policies", str(policies))}
+    moved = sum(v != tables.get(k) for k, v in versions().items())
+    wrote = (len(reader.records()) - entries, moved)
+    hold = ("--by", "counsel", "--reason", "case 9")
+    steps["hold"] = cli("hold", "add", "LH-9", "--subject-email", "held@example.org", *hold)
+    time.sleep(1.1)  # every version is older than the run's cutoff (now, with no retention)
+    steps["held"] = cli("maintain", "--policies", str(policies))
+    steps["release"] = cli("hold", "release", "LH-9", *hold)
+    steps["maintain"] = cli("maintain", "--policies", str(policies))
+    records = reader.records()
+    runs = {r.run_id for r in records if r.kind == "maintenance"}
+    finished = [r.entry() for r in records if r.kind == "run_finished" and r.run_id in runs]
+    done = [r.entry() for r in records if r.kind == "maintenance"]
+    return ProductMaintenance(steps, wrote, done, finished)
+
+
 class Runner:
     """``lakehouse ...`` in this process, on the story's work dir and instance."""
 
@@ -148,6 +202,7 @@ class Story:
     republished: Any
     open_run: str
     open_pin: int
+    product: ProductMaintenance
     aggressive: Maintenance
     aggressive_steps: dict[str, Ran]
     route_b_aggressive: AsOfAnswer
@@ -192,6 +247,7 @@ def story(
         assert isinstance(started, RunStarted)
         open_pin = started.inputs["silver.events"].version
 
+        product = product_maintenance(lh, cli, retention_free_policies(folder))
         gentle = plain_maintenance(lh, aggressive=False)
         gentle_steps = {
             "dry-run": cli("replay", "--plan", str(PLAN), "--dry-run", engines=True),
@@ -241,6 +297,7 @@ def story(
             republished=republished,
             open_run=open_run,
             open_pin=open_pin,
+            product=product,
             aggressive=aggressive,
             aggressive_steps=aggressive_steps,
             route_b_aggressive=route_b_aggressive,
@@ -257,6 +314,69 @@ def test_the_formats_own_maintenance_ran_and_delta_refused_what_would_break_hist
     assert gentle.iceberg_tables > 0
     assert gentle.delta_tables > 0
     assert gentle.delta_refusals == gentle.delta_tables, "Delta's own check refuses VACUUM RETAIN 0 HOURS"
+
+
+def test_lakehouse_maintain_dry_run_says_what_it_would_do_and_writes_nothing(story: Story) -> None:
+    ran = story.product.steps["dry-run"]
+    assert ran.code == 0, ran.stderr
+    report = data(ran)
+    assert report["dry_run"] is True
+    assert report["run_id"] is None
+    assert story.product.dry_run_wrote == (0, 0), "(ledger entries, table versions) written by a dry run"
+    planned = {t["table"]: t for t in report["tables"]}
+    assert planned[GOLD]["compact"] is False, "the published answer table is in its rollback window"
+    assert any(t["compact"] for t in planned.values())
+    assert any(t["expire_before"] for t in planned.values())
+
+
+def test_lakehouse_maintain_expires_nothing_under_a_legal_hold_and_names_it(story: Story) -> None:
+    steps = story.product.steps
+    assert steps["hold"].code == 0
+    assert steps["release"].code == 0
+    ran = steps["held"]
+    assert ran.code == 0, ran.stderr
+    report = data(ran)
+    assert all(t["expire_before"] is None for t in report["tables"])
+    assert report["holds"] == ["LH-9 (placed by counsel)"]
+    kept = [why for t in report["tables"] for why in t["kept"]]
+    assert any("legal hold LH-9" in why for why in kept), kept
+    assert all(t["stored_files_after"] >= t["stored_files_before"] for t in report["tables"])
+
+
+def test_lakehouse_maintain_compacts_and_expires_but_keeps_what_the_ledger_and_candidates_need(
+    story: Story,
+) -> None:
+    ran = story.product.steps["maintain"]
+    assert ran.code == 0, ran.stderr
+    report = data(ran)
+    tables = {t["table"]: t for t in report["tables"]}
+    gold = tables[GOLD]
+    assert gold["compacted_to"] is None
+    assert any("rollback-target by run " + story.run_id in why for why in gold["kept"]), gold["kept"]
+    assert any("open candidate" in why for why in gold["kept"]), gold["kept"]
+    compacted = [t for t in tables.values() if t["compacted_to"] is not None]
+    assert compacted, tables
+    assert all(t["live_files_after"] < t["live_files_before"] for t in compacted)
+    freed = [t for t in tables.values() if t["stored_files_after"] < t["stored_files_before"]]
+    assert "iceberg" in {t["format"] for t in freed}, "Iceberg expired history older than 0 days"
+    pinned = [
+        t
+        for t in tables.values()
+        if t["format"] == "delta" and any(f"pinned by run {story.open_run}" in why for why in t["kept"])
+    ]
+    assert pinned, "Delta has no tags: the open run's Bronze pins keep the vacuum's cutoff back"
+    assert all(t["stored_files_after"] >= t["stored_files_before"] for t in pinned), pinned
+    entries = {e.run_id: e for e in story.product.entries}
+    assert set(entries) == {data(story.product.steps["held"])["run_id"], report["run_id"]}
+    recorded = entries[report["run_id"]]
+    assert recorded.owner == "data-platform"
+    assert {t: m.compacted_to for t, m in recorded.tables.items() if m.compacted_to is not None} == {
+        t["table"]: t["compacted_to"] for t in compacted
+    }
+    outputs = [{t: o.version for t, o in f.outputs.items()} for f in story.product.finished]
+    assert {t["table"]: t["compacted_to"] for t in compacted} in outputs, (
+        "compacted versions are served from now on"
+    )
 
 
 def test_after_routine_maintenance_dry_runs_verify_asof_replay_and_rollback_still_work(story: Story) -> None:
