@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "rollback": "jobs.rollback",
     "protect": "jobs.protect",
     "maintain": "jobs.maintain",
+    "progress": "jobs.source_progress",
     "verify": "jobs.verify",
     "erase": "jobs.erase",
     "hold": "jobs.hold",

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from workloads.maintenance import MaintenanceReport
     from workloads.ml.calibration_at import CalibrationAt
     from workloads.ml.model import ModelMetrics
+    from workloads.operations import ProgressReport
     from workloads.replay import (
         AlreadyPublished,
         ApprovalResult,
@@ -319,6 +320,7 @@ def render_maintenance(report: MaintenanceReport) -> list[Block]:
             {
                 "table": t.table,
                 "format": t.format,
+                "owner": t.owner,
                 "action": ", ".join(action) or "-",
                 "data files": t.live_files_before
                 if t.live_files_after is None
@@ -337,12 +339,44 @@ def render_maintenance(report: MaintenanceReport) -> list[Block]:
     )
     out: list[Block] = [
         head,
-        TableView(rows, ["table", "format", "action", "data files", "stored files", "stored MB"]),
+        TableView(rows, ["table", "format", "owner", "action", "data files", "stored files", "stored MB"]),
     ]
     if report.holds:
         out.append(f"legal holds placed: {', '.join(report.holds)}")
     if kept:
         out += ["kept:", *kept]
+    return out
+
+
+def render_progress(report: ProgressReport) -> list[Block]:
+    """``lakehouse progress``: one row per feed; a stalled feed is named below the table."""
+
+    def moment(value: datetime | None) -> str:
+        return value.isoformat(timespec="minutes") if value is not None else "-"
+
+    rows = [
+        {
+            "feed": s.feed,
+            "status": s.status,
+            "last event": moment(s.last_event_time),
+            "last ingest": moment(s.last_ingest_time),
+            "watermark": moment(s.watermark),
+            "event lag h": "-" if s.event_lag_hours is None else f"{s.event_lag_hours:g}",
+            "ingest lag h": "-" if s.ingest_lag_hours is None else f"{s.ingest_lag_hours:g}",
+            f"rows last {report.interval_hours:g} h": s.rows_in_interval,
+            "rows": s.rows,
+        }
+        for s in report.sources
+    ]
+    out: list[Block] = [f"progress per source at {report.at.isoformat()}", TableView(rows, list(rows[0]))]
+    for s in report.sources:
+        if s.status != "active":
+            silence = (
+                "never delivered"
+                if s.last_ingest_time is None
+                else f"no delivery for {s.ingest_lag_hours:g} h"
+            )
+            out.append(f"STALLED: {s.feed}: {silence} (expected within {s.stalled_after_hours:g} h)")
     return out
 
 

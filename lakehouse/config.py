@@ -128,6 +128,11 @@ class TableSettings(StrictModel):
     """Columns that hold personal data: the table's metadata never records their values
     (no per-file statistics of them), so an erasure that rewrites the data leaves no trace."""
     description: str = ""
+    owner: str | None = Field(default=None, min_length=1)
+    """Who answers for the table's layout (compaction); ``maintenance.owner`` in the policy
+    file when not declared."""
+    target_file_bytes: int | None = Field(default=None, ge=1024)
+    """The data file size compaction writes; ``maintenance.target_file_bytes`` when not declared."""
 
     model_config = ConfigDict(populate_by_name=True)  # merged with StrictModel's
 

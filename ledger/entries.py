@@ -367,6 +367,8 @@ class TableMaintained(StrictModel):
 
     zone: str
     format: str
+    owner: str
+    """Who answers for the table's layout: its declared owner, or the policy's."""
     compacted_to: int | None = None
     """The version compaction wrote (the rows unchanged); None: not compacted."""
     expired_before: AwareDatetime | None = None

@@ -20,7 +20,7 @@ WORKLOAD_ORDER = [
     {"bronze"},
     {"silver"},
     {"gold"},
-    {"replay", "asof"},
+    {"replay", "asof", "operations"},
     {"ml"},
     {"compliance"},
     {"maintenance"},

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeVar
 
-from pydantic import Field
+from pydantic import Field, create_model
 
 from lakehouse.errors import ConfigError
 from lakehouse.models import StrictModel, read_yaml_mapping, validate_file
@@ -21,6 +21,24 @@ log = logging.getLogger(__name__)
 
 DEFAULT_POLICY_PATH: Final[Path] = Path(__file__).resolve().parents[1] / "conf" / "policies.yaml"
 """The repository's policy file, used when no other is named."""
+
+SectionT = TypeVar("SectionT", bound=StrictModel)
+
+
+def load_section(path: Path, section: str, model: type[SectionT], example: str) -> SectionT:
+    """Read one top-level section of a policies YAML file into ``model``.
+
+    A missing section names ``example`` (a key it should hold); a bad value is one line naming
+    the file and the dotted key (``progress.feeds.orders.cadence_hours``)."""
+    document = read_yaml_mapping(path, what="policy file")
+    if not isinstance(document.get(section), dict):
+        raise ConfigError(f"{path}: no '{section}' mapping ({example})")
+    fields: dict[str, Any] = {section: (model, ...)}
+    wrapper = create_model(f"_{section.title()}Section", __base__=StrictModel, **fields)
+    found = getattr(validate_file(wrapper, path, {section: document[section]}), section)
+    assert isinstance(found, model)
+    log.debug("%s policy from %s: %s", section, path, found)
+    return found
 
 
 class ProtectionPolicy(StrictModel):
@@ -31,18 +49,9 @@ class ProtectionPolicy(StrictModel):
     route (b), audits); each publication also keeps its plan's rollback window."""
 
 
-class _ProtectionSection(StrictModel):
-    protection: ProtectionPolicy
-
-
 def load_protection_policy(path: Path = DEFAULT_POLICY_PATH) -> ProtectionPolicy:
     """Read the ``protection:`` section of a policies YAML file (one-line errors name the key)."""
-    document = read_yaml_mapping(path, what="policy file")
-    if not isinstance(document.get("protection"), dict):
-        raise ConfigError(f"{path}: no 'protection' mapping (protection.audit_window_days)")
-    policy = validate_file(_ProtectionSection, path, {"protection": document["protection"]}).protection
-    log.debug("protection policy from %s: %s", path, policy)
-    return policy
+    return load_section(path, "protection", ProtectionPolicy, "protection.audit_window_days")
 
 
 class CalibrationPolicy(StrictModel):
@@ -59,16 +68,9 @@ class CalibrationPolicy(StrictModel):
         return self.scope_thresholds.get(scope, self.ece_threshold)
 
 
-class _CalibrationSection(StrictModel):
-    calibration: CalibrationPolicy
-
-
 def load_calibration_policy(path: Path = DEFAULT_POLICY_PATH) -> CalibrationPolicy:
     """Read the ``calibration:`` section of a policies YAML file (one-line errors name the key)."""
-    document = read_yaml_mapping(path, what="policy file")
-    if not isinstance(document.get("calibration"), dict):
-        raise ConfigError(f"{path}: no 'calibration' mapping (calibration.ece_threshold)")
-    return validate_file(_CalibrationSection, path, {"calibration": document["calibration"]}).calibration
+    return load_section(path, "calibration", CalibrationPolicy, "calibration.ece_threshold")
 
 
 class RetentionPolicy(StrictModel):
@@ -89,27 +91,26 @@ class RetentionPolicy(StrictModel):
 
 
 class MaintenancePolicy(StrictModel):
-    """Who compacts, and when a table has enough small files to be worth it."""
+    """Who compacts, to what file size, and when a table has enough small files to be worth it.
+
+    A table may declare its own ``owner`` and ``target_file_bytes`` in ``lakehouse.yaml``;
+    these are the defaults."""
 
     owner: str = Field(min_length=1)
-    small_file_bytes: int = Field(ge=1)
+    target_file_bytes: int = Field(ge=1024)
+    """Compaction writes data files of about this size; a file under 3/4 of it is small
+    (Iceberg's own default for ``rewrite_data_files``)."""
     compact_min_small_files: int = Field(ge=2)
 
-
-class _MaintenanceSections(StrictModel):
-    retention: RetentionPolicy
-    maintenance: MaintenancePolicy
+    @staticmethod
+    def small_below(target_file_bytes: int) -> int:
+        """Files under this many bytes count as small for a table whose target is ``target_file_bytes``."""
+        return target_file_bytes * 3 // 4
 
 
 def load_maintenance_policies(path: Path = DEFAULT_POLICY_PATH) -> tuple[RetentionPolicy, MaintenancePolicy]:
     """Read the ``retention:`` and ``maintenance:`` sections (one-line errors name the key)."""
-    document = read_yaml_mapping(path, what="policy file")
-    for section, example in (("retention", "retention.silver_days"), ("maintenance", "maintenance.owner")):
-        if not isinstance(document.get(section), dict):
-            raise ConfigError(f"{path}: no '{section}' mapping ({example})")
-    found = validate_file(
-        _MaintenanceSections,
-        path,
-        {"retention": document["retention"], "maintenance": document["maintenance"]},
+    return (
+        load_section(path, "retention", RetentionPolicy, "retention.silver_days"),
+        load_section(path, "maintenance", MaintenancePolicy, "maintenance.owner"),
     )
-    return found.retention, found.maintenance

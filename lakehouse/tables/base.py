@@ -56,6 +56,10 @@ class TableSpec:
     format's own default)."""
     personal_columns: tuple[str, ...] = ()
     """Columns of personal data, kept out of the table's metadata (see :meth:`Table.creation_properties`)."""
+    owner: str | None = None
+    """Who answers for the table's layout (compaction); None: the maintenance policy's owner."""
+    target_file_bytes: int | None = None
+    """The data file size compaction writes; None: the maintenance policy's."""
 
     def schema(self) -> StructType:
         """The schema as a Spark type (parsing the DDL needs a running session)."""
@@ -573,13 +577,16 @@ class Table(ABC):
         """Forget states older than ``older_than`` (and their unreferenced files)."""
 
     @abstractmethod
-    def compact(self, *, run_id: str | None = None) -> int | None:
-        """Rewrite the current version's small data files into fewer, larger ones; the rows do
-        not change. Returns the new version, or None when the format found nothing to rewrite.
+    def compact(self, target_file_bytes: int, *, run_id: str | None = None) -> int | None:
+        """Rewrite the current version's data files smaller than 3/4 of ``target_file_bytes``
+        into files of about that size; the rows do not change. Returns the new version, or None
+        when the format found nothing to rewrite.
 
-        Delta ``OPTIMIZE`` (bins of files per partition); Iceberg ``rewrite_data_files`` with
-        ``min-input-files = 2`` (its default of 5 leaves a small table as it is). The old
-        files stay on disk, readable by the versions that list them, until :meth:`expire`.
+        Iceberg ``rewrite_data_files`` (``target-file-size-bytes``; files under 3/4 of it are
+        its own default for small, and ``min-input-files = 2``: its default of 5 leaves a small
+        table as it is); Delta ``OPTIMIZE`` (bins of files per partition, with
+        ``optimize.maxFileSize`` and ``minFileSize`` set the same way). The old files stay on
+        disk, readable by the versions that list them, until :meth:`expire`.
         """
 
     @abstractmethod

@@ -416,12 +416,15 @@ class DeltaLakeTable(Table):
         with session_settings(self.spark, {RETENTION_CHECK_CONF: "false", RETENTION_IGNORE_CONF: "false"}):
             self.spark.sql(f"VACUUM {self.sql_name} RETAIN {hours:.6f} HOURS")
 
-    def compact(self, *, run_id: str | None = None) -> int | None:
+    def compact(self, target_file_bytes: int, *, run_id: str | None = None) -> int | None:
         self._require()
         before = self.current_version()
-        with session_settings(
-            self.spark, {USER_METADATA_CONF: metadata_context_json(commit_metadata(run_id))}
-        ):
+        settings = {
+            USER_METADATA_CONF: metadata_context_json(commit_metadata(run_id)),
+            "spark.databricks.delta.optimize.maxFileSize": str(int(target_file_bytes)),
+            "spark.databricks.delta.optimize.minFileSize": str(int(target_file_bytes) * 3 // 4),
+        }
+        with session_settings(self.spark, settings):
             self.spark.sql(f"OPTIMIZE {self.sql_name}")
         after = self.current_version()
         return after if after != before else None

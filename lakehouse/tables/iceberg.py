@@ -333,13 +333,14 @@ class IcebergTable(Table):
             f"older_than => TIMESTAMP '{stamp}', retain_last => {max(1, retain_last)})"
         )
 
-    def compact(self, *, run_id: str | None = None) -> int | None:
+    def compact(self, target_file_bytes: int, *, run_id: str | None = None) -> int | None:
         self._require()
         before = self.current_version()
         with session_settings(self.spark, _snapshot_confs(commit_metadata(run_id))):
             self.spark.sql(
                 f"CALL `{self.catalog}`.system.rewrite_data_files(table => '{self.procedure_name}', "
-                f"options => map('min-input-files', '2'))"
+                f"options => map('min-input-files', '2', "
+                f"'target-file-size-bytes', '{int(target_file_bytes)}'))"
             )
         after = self.current_version()
         return after if after != before else None

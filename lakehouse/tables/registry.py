@@ -33,6 +33,8 @@ def table_spec(config: LakehouseConfig, name: str, settings: TableSettings) -> T
         properties=dict(settings.properties),
         personal_columns=settings.personal,
         history_days=config.history_days,
+        owner=settings.owner,
+        target_file_bytes=settings.target_file_bytes,
     )
 
 

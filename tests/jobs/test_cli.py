@@ -26,7 +26,17 @@ def test_help_lists_the_commands() -> None:
     assert result.returncode == 0
     for command in ("demo", "tables", "submit-args", "replay", "approve", "ack", "publish", "rollback"):
         assert command in result.stdout
-    for command in ("engines", "asof", "ledger", "reindex", "protect", "maintain", "erase", "hold"):
+    for command in (
+        "engines",
+        "asof",
+        "ledger",
+        "reindex",
+        "protect",
+        "maintain",
+        "progress",
+        "erase",
+        "hold",
+    ):
         assert command in result.stdout
 
 

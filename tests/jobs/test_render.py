@@ -146,6 +146,7 @@ def test_maintenance_shows_each_tables_action_and_sizes_and_what_was_kept() -> N
         table="silver.events",
         zone="silver",
         format="iceberg",
+        owner="events-team",
         compact=True,
         compacted_to=42,
         expire_before=AT,

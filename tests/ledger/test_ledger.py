@@ -216,6 +216,7 @@ def one_of_each_kind() -> list[LedgerEntryBase]:
                 "silver.events": TableMaintained(
                     zone="silver",
                     format="iceberg",
+                    owner="data-platform",
                     compacted_to=7,
                     expired_before=T0,
                     kept=("version 3: published by run r-1",),

@@ -43,6 +43,8 @@ class TableMaintenance:
     table: str
     zone: str
     format: str
+    owner: str
+    """Who answers for the table's layout: its declared ``owner``, or the policy's."""
     compact: bool
     """Compaction was decided (``compacted_to`` says whether the format found work)."""
     compacted_to: int | None
@@ -62,6 +64,7 @@ class MaintenanceReport:
     """What ``lakehouse maintain`` did (or, in a dry run, would do)."""
 
     owner: str
+    """The policy's owner: of every table that declares none."""
     dry_run: bool
     holds: tuple[str, ...]
     tables: tuple[TableMaintenance, ...]
@@ -119,6 +122,7 @@ def maintain(
         inputs=pin(registry, names),
         parameters={
             "owner": policy.owner,
+            "owners": {f.name: f.owner for _, _, f, *_ in planned},
             "retention": retention.model_dump(),
             "holds": list(holds),
             "plan": {
@@ -170,6 +174,7 @@ def _guards(protections: Sequence[Protection]) -> dict[str, list[Guard]]:
 
 def _facts(table: Table, policy: MaintenancePolicy) -> TableFacts:
     sizes = table.data_file_sizes()
+    target = table.spec.target_file_bytes or policy.target_file_bytes
     return TableFacts(
         name=table.name,
         zone=table.spec.zone.value,
@@ -177,8 +182,10 @@ def _facts(table: Table, policy: MaintenancePolicy) -> TableFacts:
         version_tags=table.capabilities.version_tags,
         versions=table.version_times(),
         candidates=tuple(table.list_candidates()),
-        small_files=sum(size < policy.small_file_bytes for size in sizes),
+        small_files=sum(size < policy.small_below(target) for size in sizes),
         live_files=len(sizes),
+        owner=table.spec.owner or policy.owner,
+        target_file_bytes=target,
     )
 
 
@@ -187,6 +194,7 @@ def _result(decision: TableDecision, facts: TableFacts, files: int, size: int) -
         table=facts.name,
         zone=facts.zone,
         format=facts.format,
+        owner=facts.owner,
         compact=decision.compact,
         compacted_to=None,
         expire_before=decision.expire_before,
@@ -209,8 +217,8 @@ def _apply(
 ) -> TableMaintenance:
     compacted_to = None
     if decision.compact:
-        say(f"compacting {table.name} {counter}: {facts.live_files} data files")
-        compacted_to = table.compact(run_id=run_id)
+        say(f"compacting {table.name} {counter}: {facts.live_files} data files, for {facts.owner}")
+        compacted_to = table.compact(facts.target_file_bytes, run_id=run_id)
     if decision.expire_before is not None:
         say(f"expiring {table.name} {counter}: history before {decision.expire_before.isoformat()}")
         table.expire(decision.expire_before)
@@ -231,6 +239,7 @@ def _entry(result: TableMaintenance) -> TableMaintained:
     return TableMaintained(
         zone=result.zone,
         format=result.format,
+        owner=result.owner,
         compacted_to=result.compacted_to,
         expired_before=result.expire_before,
         kept=result.kept,

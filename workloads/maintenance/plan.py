@@ -10,7 +10,7 @@ Two actions, each refused where it would break something the ledger or an operat
   ledger protects (``VACUUM`` has no tags: its retention is moved back to that version's
   commit). Iceberg keeps protected versions by their tags, and candidates' branches by itself.
 * **Compact** the current version's small files (``maintenance.compact_min_small_files`` files
-  under ``maintenance.small_file_bytes``). Never while a candidate is open (its publication
+  under 3/4 of the table's target file size). Never while a candidate is open (its publication
   would then have to restage onto a moved serving version) or inside a publication's rollback
   window (a rollback refuses once serving moved after the publication).
 """
@@ -52,6 +52,10 @@ class TableFacts:
     candidates: tuple[str, ...]
     small_files: int
     live_files: int
+    owner: str = ""
+    """Who answers for the table's layout (the table's declared owner, or the policy's)."""
+    target_file_bytes: int = 0
+    """The data file size compaction writes for this table."""
 
 
 @dataclass(frozen=True)

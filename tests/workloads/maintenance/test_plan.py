@@ -10,7 +10,7 @@ from workloads.vocabulary import ProtectionReason
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 RETENTION = RetentionPolicy(bronze_days=30, silver_days=10, gold_days=10, ops_days=100)
-POLICY = MaintenancePolicy(owner="data-platform", small_file_bytes=1024, compact_min_small_files=3)
+POLICY = MaintenancePolicy(owner="data-platform", target_file_bytes=4096, compact_min_small_files=3)
 
 
 def facts(

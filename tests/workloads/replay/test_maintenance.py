@@ -141,7 +141,7 @@ def retention_free_policies(folder: Path) -> Path:
 
     policies = yaml.safe_load((REPO / "conf" / "policies.yaml").read_text())
     policies["retention"] = dict.fromkeys(policies["retention"], 0)
-    policies["maintenance"].update(small_file_bytes=1 << 30, compact_min_small_files=2)
+    policies["maintenance"].update(target_file_bytes=1 << 30, compact_min_small_files=2)
     path = folder / "policies-no-retention.yaml"
     path.write_text(yaml.safe_dump(policies))
     return path
@@ -351,6 +351,8 @@ def test_lakehouse_maintain_compacts_and_expires_but_keeps_what_the_ledger_and_c
     report = data(ran)
     tables = {t["table"]: t for t in report["tables"]}
     gold = tables[GOLD]
+    assert gold["owner"] == "data-platform", "the policy's owner, for a table that declares none"
+    assert {t["owner"] for name, t in tables.items() if name.startswith("bronze.")} == {"ingestion"}
     assert gold["compacted_to"] is None
     assert any("rollback-target by run " + story.run_id in why for why in gold["kept"]), gold["kept"]
     assert any("open candidate" in why for why in gold["kept"]), gold["kept"]
