@@ -328,6 +328,8 @@ class ErasureProgress(_InRun):
     table: str | None = None
     erased: ErasedIn | None = None
     work_files: tuple[str, ...] = ()
+    extracts: dict[str, str] = Field(default_factory=dict)
+    """Audit extracts deleted (extract id -> its folder under the work dir)."""
 
 
 class ErasureCertificate(_InRun):
@@ -347,7 +349,11 @@ class ErasureCertificate(_InRun):
     """How many identifiers of each kind were found (emails, orders, entities)."""
     tables: dict[str, ErasedIn]
     work_files: tuple[str, ...] = ()
-    """Files under the work dir (review files, extracts) the subject was redacted from."""
+    """Files under the work dir (review files) the subject was redacted from."""
+    extracts: dict[str, str] = Field(default_factory=dict)
+    """Audit extracts of a table that held the subject, deleted (extract id -> folder under
+    the work dir): their pseudonyms cannot be traced back to the subject, so every extract of
+    such a table goes (``lakehouse extract`` makes a new one, without the subject)."""
     kept: dict[str, str] = Field(default_factory=dict)
     """What was deliberately not touched, and why."""
     completes: tuple[str, ...] = ()
@@ -360,6 +366,39 @@ class ErasureCertificate(_InRun):
         return tuple(
             sorted(out_ref(t, e.version) for t, e in self.tables.items() if e.version is not None and e.rows)
         )
+
+
+class ExtractFile(StrictModel):
+    """One file of an audit extract: its digest and size, as its manifest lists it."""
+
+    sha256: str
+    rows: int = Field(ge=0)
+    bytes: int = Field(ge=0)
+
+
+class AuditExtract(_InRun):
+    """A redacted audit extract was written (``lakehouse extract``): the answer as known at
+    ``at``, identifiers pseudonymised with a salt kept nowhere, erased subjects left out. Holds
+    no identifier: the filter may not name one, and the files are listed by digest only."""
+
+    kind: Literal["audit_extract"] = "audit_extract"
+    extract_id: str
+    table: str
+    at: AwareDatetime
+    version: int | None
+    """The table version read (route (a): the current one; route (b): the one published at T)."""
+    route: Literal["a", "b"]
+    where: str | None = None
+    folder: str
+    """The extract's folder, relative to the work dir."""
+    rows: int = Field(ge=0)
+    files: dict[str, ExtractFile]
+    manifest_sha256: str
+    withheld: dict[str, int] = Field(default_factory=dict)
+    """Rows left out because they name a subject erased under a certificate (per certificate)."""
+
+    def refs(self) -> tuple[str, ...]:
+        return (in_ref(self.table, self.version),) if self.version is not None else ()
 
 
 class LegalHold(LedgerEntryBase):
@@ -393,7 +432,8 @@ LedgerEntry = Annotated[
     | Rollback
     | ErasureProgress
     | ErasureCertificate
-    | LegalHold,
+    | LegalHold
+    | AuditExtract,
     Field(discriminator="kind"),
 ]
 """Any ledger entry, discriminated by ``kind``."""
@@ -415,6 +455,7 @@ ENTRY_TYPES: tuple[type[LedgerEntryBase], ...] = (
     ErasureProgress,
     ErasureCertificate,
     LegalHold,
+    AuditExtract,
 )
 KINDS: tuple[str, ...] = tuple(t.model_fields["kind"].default for t in ENTRY_TYPES)
 """Every entry kind this code knows."""

@@ -25,7 +25,7 @@ def test_help_lists_the_commands() -> None:
     assert result.returncode == 0
     for command in ("demo", "tables", "submit-args", "replay", "approve", "ack", "publish", "rollback"):
         assert command in result.stdout
-    for command in ("engines", "asof", "ledger", "reindex", "protect", "erase", "hold"):
+    for command in ("engines", "asof", "ledger", "reindex", "protect", "erase", "hold", "extract"):
         assert command in result.stdout
 
 
@@ -99,8 +99,9 @@ def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], mes
         ("erase", "--subject-email", "a@example.org", "--dry-run"),
         ("hold", "list"),
         ("hold", "add", "LH-1", "--subject-email", "a@example.org", "--by", "counsel", "--reason", "case"),
+        ("extract", "gold.correlations", "--at", "2026-11-29T12:00:00Z", "--out", "x"),
     ],
-    ids=["erase", "hold-list", "hold-add"],
+    ids=["erase", "hold-list", "hold-add", "extract"],
 )
 def test_a_work_dir_without_a_lakehouse_says_how_to_make_one_before_spark_starts(
     tmp_path: Path, args: tuple[str, ...]

@@ -44,6 +44,7 @@ from ledger.clock import FixedClock
 from ledger.entries import (
     KINDS,
     Approval,
+    AuditExtract,
     CalibrationMeasured,
     DiffManifest,
     EngineDeclared,
@@ -51,6 +52,7 @@ from ledger.entries import (
     ErasureCertificate,
     ErasureProgress,
     ErasureVerification,
+    ExtractFile,
     LedgerEntryBase,
     LedgerSchemaChanged,
     LegalHold,
@@ -207,6 +209,20 @@ def one_of_each_kind() -> list[LedgerEntryBase]:
             subject_digest="h" * 64,
             at=T0,
         ),
+        AuditExtract(
+            run_id="extract-1",
+            extract_id="extract-1",
+            table="gold.correlations",
+            at=T0,
+            version=4,
+            route="a",
+            where="confidence >= 0.8",
+            folder="extracts/q4",
+            rows=3,
+            files={"part-00000.parquet": ExtractFile(sha256="f" * 64, rows=3, bytes=1200)},
+            manifest_sha256="m" * 64,
+            withheld={"erasure-1": 1},
+        ),
     ]
 
 
@@ -228,6 +244,7 @@ def test_every_kind_round_trips_through_its_canonical_body() -> None:
         "erasure_progress",
         "legal_hold",
         "calibration_measured",
+        "audit_extract",
     } <= set(KINDS)
     for entry in entries:
         body = entry.body()
