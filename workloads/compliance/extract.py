@@ -428,8 +428,8 @@ def extract(
     log.info(
         "extract %s: %d row(s) of %s at %s", extract_id, len(rows), request.table, request.at.isoformat()
     )
-    notes = tuple(f"route {r.route}: {r.note}" for r in answer.routes.values() if r.note)
-    return ExtractResult(manifest, str(request.folder), manifest_sha256, notes)
+    said = tuple(f"route {r.route}: {r.note}" for r in answer.routes.values() if r.note)
+    return ExtractResult(manifest, str(request.folder), manifest_sha256, said)
 
 
 # -- what an erasure does with extracts ------------------------------------------------------------
