@@ -376,29 +376,45 @@ class ExtractFile(StrictModel):
     bytes: int = Field(ge=0)
 
 
-class AuditExtract(_InRun):
-    """A redacted audit extract was written (``lakehouse extract``): the answer as known at
-    ``at``, identifiers pseudonymised with a salt kept nowhere, erased subjects left out. Holds
-    no identifier: the filter may not name one, and the files are listed by digest only."""
+class ExtractManifest(StrictModel):
+    """What an audit extract's ``manifest.json`` says: the answer as known at ``at``, which
+    version and route gave it, the filter, and every file by digest. Holds no identifier (the
+    filter may not name one)."""
 
-    kind: Literal["audit_extract"] = "audit_extract"
     extract_id: str
     table: str
     at: AwareDatetime
     version: int | None
     """The table version read (route (a): the current one; route (b): the one published at T)."""
     route: Literal["a", "b"]
+    routes_agree: bool | None
     where: str | None = None
-    folder: str
-    """The extract's folder, relative to the work dir."""
     rows: int = Field(ge=0)
     files: dict[str, ExtractFile]
-    manifest_sha256: str
+    format: str = "parquet"
+    pseudonymised: tuple[str, ...]
+    """The columns whose values are pseudonyms."""
+    pseudonymisation: str
+    """How the pseudonyms were made (the salt itself is kept nowhere)."""
     withheld: dict[str, int] = Field(default_factory=dict)
     """Rows left out because they name a subject erased under a certificate (per certificate)."""
+    created_at: AwareDatetime
+
+
+class AuditExtract(_InRun):
+    """A redacted audit extract was written (``lakehouse extract``): identifiers pseudonymised
+    with a salt kept nowhere, erased subjects left out. Its manifest as written, with the
+    manifest's own sha256, so a file or manifest changed after delivery is detectable."""
+
+    kind: Literal["audit_extract"] = "audit_extract"
+    folder: str
+    """The extract's folder, relative to the work dir."""
+    manifest: ExtractManifest
+    manifest_sha256: str
 
     def refs(self) -> tuple[str, ...]:
-        return (in_ref(self.table, self.version),) if self.version is not None else ()
+        read = self.manifest.version
+        return (in_ref(self.manifest.table, read),) if read is not None else ()
 
 
 class LegalHold(LedgerEntryBase):

@@ -657,13 +657,11 @@ def test_an_extract_is_pseudonymised_manifested_and_recorded_in_the_ledger(histo
 
     reader = LedgerReader.for_registry(TableRegistry(_spark(), history.config))
     recorded = [e for e in reader.entries(kind="audit_extract") if isinstance(e, AuditExtract)]
-    mine = next(e for e in recorded if e.extract_id == manifest["extract_id"])
+    mine = next(e for e in recorded if e.manifest.extract_id == manifest["extract_id"])
+    assert mine.manifest.model_dump(mode="json") == manifest, "the ledger holds the manifest as written"
     assert mine.manifest_sha256 == made.data["manifest_sha256"]
-    assert {n: f.sha256 for n, f in mine.files.items()} == {
-        n: f["sha256"] for n, f in manifest["files"].items()
-    }
     started = [e for e in reader.entries(kind="run_started") if isinstance(e, RunStarted)]
-    run = next(e for e in started if e.run_id == mine.extract_id)
+    run = next(e for e in started if e.run_id == mine.run_id == manifest["extract_id"])
     assert run.command == "extract"
     assert run.inputs["gold.correlations"].version == manifest["version"]
 

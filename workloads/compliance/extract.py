@@ -45,13 +45,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import AwareDatetime
-
 from lakehouse.config import LakehouseConfig
 from lakehouse.errors import LakehouseError, UsageError
 from lakehouse.expressions import compared_columns, parse_instant, parse_where
-from lakehouse.models import StrictModel
-from ledger import AuditExtract, ErasureCertificate, ExtractFile, Ledger, RunStarted
+from ledger import AuditExtract, ErasureCertificate, ExtractFile, ExtractManifest, Ledger, RunStarted
 from workloads.asof.answer import (
     DEFAULT_ENTITY_COLUMNS,
     ENTITY_COLUMNS,
@@ -300,28 +297,6 @@ def write_parts(folder: Path, rows: Sequence[Mapping[str, Any]], schema: pa.Sche
     return files
 
 
-class ExtractManifest(StrictModel):
-    """What ``manifest.json`` says about an extract (the ledger's ``audit_extract`` entry
-    repeats it, with the manifest's own sha256)."""
-
-    extract_id: str
-    table: str
-    at: AwareDatetime
-    version: int | None
-    """The table version read: route (a) reads the current one, route (b) the one published at T."""
-    route: str
-    routes_agree: bool | None
-    where: str | None
-    rows: int
-    files: dict[str, ExtractFile]
-    format: str = "parquet"
-    pseudonymised: tuple[str, ...]
-    pseudonymisation: str = PSEUDONYMISATION
-    withheld: dict[str, int]
-    """Rows left out because they name an erased subject, per erasure certificate."""
-    created_at: AwareDatetime
-
-
 @dataclass(frozen=True)
 class ExtractResult:
     """What ``lakehouse extract`` reports."""
@@ -390,12 +365,13 @@ def extract(
             table=request.table,
             at=request.at,
             version=route.version,
-            route=route.route,
+            route="a" if route.route == "a" else "b",
             routes_agree=answer.routes_agree,
             where=request.where,
             rows=len(rows),
             files=write_parts(request.folder, rows, arrow_schema(fields, hidden)),
             pseudonymised=hidden,
+            pseudonymisation=PSEUDONYMISATION,
             withheld=withheld,
             created_at=now,
         )
@@ -403,20 +379,7 @@ def extract(
         path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         manifest_sha256 = sha256_of(path)
         ledger.writer.append(
-            AuditExtract(
-                run_id=extract_id,
-                extract_id=extract_id,
-                table=request.table,
-                at=request.at,
-                version=route.version,
-                route="a" if route.route == "a" else "b",
-                where=request.where,
-                folder=folder,
-                rows=len(rows),
-                files=manifest.files,
-                manifest_sha256=manifest_sha256,
-                withheld=withheld,
-            )
+            AuditExtract(run_id=extract_id, folder=folder, manifest=manifest, manifest_sha256=manifest_sha256)
         )
         run.counts.update(
             {
