@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "exceptions": "jobs.exceptions",
     "engines": "jobs.engines",
     "asof": "jobs.asof",
+    "extract": "jobs.extract",
     "training-set": "jobs.training_set",
     "train": "jobs.train",
     "calibrate": "jobs.calibrate",

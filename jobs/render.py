@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from workloads.asof import AsOfAnswer, EntityHistory
     from workloads.bronze.ingest import IngestReport
     from workloads.compliance import ErasureResult
+    from workloads.compliance.extract import ExtractResult
     from workloads.evaluation import QualityReport
     from workloads.gold.build import GoldReport
     from workloads.gold.entity_index import IndexRefresh
@@ -431,6 +432,7 @@ def render_erasure(result: ErasureResult) -> list[Block]:
         ]
         out.append(TableView(rows, columns))
         out.extend(f"work file {path}: {n} mention(s)" for path, n in places.work_files.items())
+        out.extend(f"extract {i} ({folder}): deleted by the erasure" for i, folder in places.extracts.items())
     if result.dry_run:
         out.append("dry run: nothing written")
         return out
@@ -445,7 +447,8 @@ def render_certificate(certificate: ErasureCertificate) -> list[Block]:
     redacted = sorted(t for t, e in certificate.tables.items() if e.redacted)
     out: list[Block] = [
         f"erased from {len(certificate.tables)} table(s): {purged} version(s) purged, "
-        f"{files} data file(s) gone, {len(certificate.work_files)} work file(s) redacted"
+        f"{files} data file(s) gone, {len(certificate.work_files)} work file(s) redacted, "
+        f"{len(certificate.extracts)} audit extract(s) deleted"
     ]
     if redacted:
         out.append(f"redacted (rows kept, the subject's identifiers replaced): {', '.join(redacted)}")
@@ -463,6 +466,24 @@ def render_erasure_check(certificate_id: str, check: ErasureVerification) -> lis
     lines: list[Block] = [f"NOT erased: the subject remains in {len(check.hits)} place(s) ({certificate_id})"]
     lines.extend(f"  {hit}" for hit in check.hits)
     return lines
+
+
+def render_extract(result: ExtractResult) -> list[Block]:
+    """``lakehouse extract``: what was written, where, and what was left out."""
+    manifest = result.manifest
+    out: list[Block] = [
+        f"extract {manifest.extract_id}: {manifest.rows} row(s) of {manifest.table} as known at "
+        f"{manifest.at.isoformat()} (route {manifest.route}, version {manifest.version})",
+        f"  folder {result.folder}: {len(manifest.files)} Parquet file(s) and manifest.json "
+        f"(sha256 {result.manifest_sha256[:16]}…, recorded in the ledger)",
+        f"  pseudonymised (salt drawn for this extract, kept nowhere): {', '.join(manifest.pseudonymised)}",
+    ]
+    out += [
+        f"  left out: {n} row(s) of a subject erased under certificate {c}"
+        for c, n in manifest.withheld.items()
+    ]
+    out += [f"  note: {n}" for n in result.notes]
+    return out
 
 
 # -- asof -----------------------------------------------------------------------------------------

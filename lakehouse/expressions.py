@@ -635,6 +635,11 @@ def columns_of(expr: Expr) -> frozenset[str]:
     return frozenset(node.column for node in _walk(expr) if isinstance(node, Comparison | IsNull | InList))
 
 
+def compared_columns(expr: Expr) -> frozenset[str]:
+    """Every column the expression compares with a literal (``=``, ``<``, ``in``...; not ``is null``)."""
+    return frozenset(node.column for node in _walk(expr) if isinstance(node, Comparison | InList))
+
+
 # --------------------------------------------------------------------------- Python evaluation
 
 

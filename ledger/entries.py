@@ -328,6 +328,8 @@ class ErasureProgress(_InRun):
     table: str | None = None
     erased: ErasedIn | None = None
     work_files: tuple[str, ...] = ()
+    extracts: dict[str, str] = Field(default_factory=dict)
+    """Audit extracts deleted (extract id -> its folder under the work dir)."""
 
 
 class ErasureCertificate(_InRun):
@@ -347,7 +349,11 @@ class ErasureCertificate(_InRun):
     """How many identifiers of each kind were found (emails, orders, entities)."""
     tables: dict[str, ErasedIn]
     work_files: tuple[str, ...] = ()
-    """Files under the work dir (review files, extracts) the subject was redacted from."""
+    """Files under the work dir (review files) the subject was redacted from."""
+    extracts: dict[str, str] = Field(default_factory=dict)
+    """Audit extracts of a table that held the subject, deleted (extract id -> folder under
+    the work dir): their pseudonyms cannot be traced back to the subject, so every extract of
+    such a table goes (``lakehouse extract`` makes a new one, without the subject)."""
     kept: dict[str, str] = Field(default_factory=dict)
     """What was deliberately not touched, and why."""
     completes: tuple[str, ...] = ()
@@ -396,6 +402,55 @@ class MaintenanceDone(_InRun):
         )
 
 
+class ExtractFile(StrictModel):
+    """One file of an audit extract: its digest and size, as its manifest lists it."""
+
+    sha256: str
+    rows: int = Field(ge=0)
+    bytes: int = Field(ge=0)
+
+
+class ExtractManifest(StrictModel):
+    """What an audit extract's ``manifest.json`` says: the answer as known at ``at``, which
+    version and route gave it, the filter, and every file by digest. Holds no identifier (the
+    filter may not name one)."""
+
+    extract_id: str
+    table: str
+    at: AwareDatetime
+    version: int | None
+    """The table version read (route (a): the current one; route (b): the one published at T)."""
+    route: Literal["a", "b"]
+    routes_agree: bool | None
+    where: str | None = None
+    rows: int = Field(ge=0)
+    files: dict[str, ExtractFile]
+    format: str = "parquet"
+    pseudonymised: tuple[str, ...]
+    """The columns whose values are pseudonyms."""
+    pseudonymisation: str
+    """How the pseudonyms were made (the salt itself is kept nowhere)."""
+    withheld: dict[str, int] = Field(default_factory=dict)
+    """Rows left out because they name a subject erased under a certificate (per certificate)."""
+    created_at: AwareDatetime
+
+
+class AuditExtract(_InRun):
+    """A redacted audit extract was written (``lakehouse extract``): identifiers pseudonymised
+    with a salt kept nowhere, erased subjects left out. Its manifest as written, with the
+    manifest's own sha256, so a file or manifest changed after delivery is detectable."""
+
+    kind: Literal["audit_extract"] = "audit_extract"
+    folder: str
+    """The extract's folder, relative to the work dir."""
+    manifest: ExtractManifest
+    manifest_sha256: str
+
+    def refs(self) -> tuple[str, ...]:
+        read = self.manifest.version
+        return (in_ref(self.manifest.table, read),) if read is not None else ()
+
+
 class LegalHold(LedgerEntryBase):
     """A legal hold on a data subject was placed or released: while it is placed, the subject
     may not be erased. Outside any run. Like a certificate, it names the subject only by a
@@ -428,7 +483,8 @@ LedgerEntry = Annotated[
     | ErasureProgress
     | ErasureCertificate
     | MaintenanceDone
-    | LegalHold,
+    | LegalHold
+    | AuditExtract,
     Field(discriminator="kind"),
 ]
 """Any ledger entry, discriminated by ``kind``."""
@@ -451,6 +507,7 @@ ENTRY_TYPES: tuple[type[LedgerEntryBase], ...] = (
     ErasureCertificate,
     MaintenanceDone,
     LegalHold,
+    AuditExtract,
 )
 KINDS: tuple[str, ...] = tuple(t.model_fields["kind"].default for t in ENTRY_TYPES)
 """Every entry kind this code knows."""

@@ -200,3 +200,8 @@ correlation's side, its evidence; a review file's sample): ``redacted:<certifica
 def redacted_as(certificate_id: str) -> str:
     """The value that stands for an erased subject under one erasure certificate."""
     return f"{REDACTED_PREFIX}{certificate_id}"
+
+
+PSEUDONYM_PREFIX: Final = "ps-"
+"""What an identifier becomes in an audit extract (``lakehouse extract``): ``ps-`` and 24 hex
+of its sha256 under the extract's own salt, which is drawn for the extract and kept nowhere."""

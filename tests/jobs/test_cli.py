@@ -36,6 +36,7 @@ def test_help_lists_the_commands() -> None:
         "progress",
         "erase",
         "hold",
+        "extract",
     ):
         assert command in result.stdout
 
@@ -111,8 +112,9 @@ def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], mes
         ("hold", "list"),
         ("hold", "add", "LH-1", "--subject-email", "a@example.org", "--by", "counsel", "--reason", "case"),
         ("maintain", "--dry-run"),
+        ("extract", "gold.correlations", "--at", "2026-11-29T12:00:00Z", "--out", "x"),
     ],
-    ids=["erase", "hold-list", "hold-add", "maintain"],
+    ids=["erase", "hold-list", "hold-add", "maintain", "extract"],
 )
 def test_a_work_dir_without_a_lakehouse_says_how_to_make_one_before_spark_starts(
     tmp_path: Path, args: tuple[str, ...]

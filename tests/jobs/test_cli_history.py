@@ -67,6 +67,8 @@ class History:
     """The same search after the erasure."""
     resent_lines: tuple[int, int]
     """Lines of the redelivery after the erasure: all of them, and those naming the subject."""
+    delivered: dict[str, bytes]
+    """The files of the extract made before the erasure, read before the erasure deleted them."""
 
     def __getitem__(self, name: str) -> Step:
         return self.steps[name]
@@ -222,6 +224,21 @@ def history(
     # a data subject's erasure (W6), after the correction's publication and rollback
     subject = subject_identifiers(spark_session, config)
     email = subject["emails"][0]
+    # a redacted audit extract as known at the publication (route (b): it was rolled back since)
+    extracts = workdir / f"extracts-{instance}"
+    made = run(
+        "extract",
+        "extract",
+        "gold.correlations",
+        "--at",
+        at,
+        "--where",
+        "confidence >= 0",
+        "--out",
+        str(extracts / "q4"),
+    )
+    run("extract-over-existing", "extract", "gold.correlations", "--at", at, "--out", str(extracts / "q4"))
+    delivered = {p.name: p.read_bytes() for p in (extracts / "q4").iterdir()} if made.code == 0 else {}
     run("erase-no-request", "erase", "--subject-email", email, "--reason", "art. 17")
     run("erase-not-an-address", "erase", "--subject-email", "nobody", "--dry-run")
     run("erase-dry-run", "erase", "--subject-email", f" {email.upper()} ", "--dry-run")
@@ -251,6 +268,16 @@ def history(
     unknown = ("--subject-email", "nobody@nowhere.example", "--request", "REQ-2", "--reason", "art. 17")
     run("erase-unknown-subject", "erase", *unknown)
     run("asof-before-erase", "asof", "gold.correlations", "--at", served_before_erasure)
+    after_erasure = str(extracts / "after-erasure")
+    run(
+        "extract-after-erase",
+        "extract",
+        "gold.correlations",
+        "--at",
+        served_before_erasure,
+        "--out",
+        after_erasure,
+    )
     # no resurrection: the original deliveries again (a manifest already ingested), a rebuild
     run("ingest-after-erase", "ingest", "--feed", "orders", "--source", str(deliveries))
     # ... and the subject's order lines delivered again under a new name, in a new delivery
@@ -277,7 +304,7 @@ def history(
     TableRegistry(spark_session, config).get("ops.ledger").delete_where("seq = 3")
     run("ledger-verify-tampered", "ledger", "verify")
 
-    yield History(run.steps, config, env, subject, subject_after, resent_lines)
+    yield History(run.steps, config, env, subject, subject_after, resent_lines, delivered)
     drop_all(TableRegistry(spark_session, config))
 
 
@@ -588,3 +615,76 @@ def _spark() -> Any:
     from pyspark.sql import SparkSession
 
     return SparkSession.getActiveSession()
+
+
+def test_an_extract_is_pseudonymised_manifested_and_recorded_in_the_ledger(history: History) -> None:
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lakehouse.tables import TableRegistry
+    from ledger import AuditExtract, LedgerReader, RunStarted
+
+    made = history["extract"]
+    assert made.code == 0, made.stderr
+    manifest = made.data["manifest"]
+    asked = history["asof-spark"].data
+    assert manifest["table"] == "gold.correlations"
+    assert manifest["where"] == "confidence >= 0"
+    assert manifest["rows"] == len(asked["rows"]) > 0, "the answer asof gave at T, every row"
+    assert manifest["route"] == "b", "at T readers saw the publication, rolled back since"
+    assert manifest["version"] == asked["routes"]["b"]["version"]
+    assert manifest["pseudonymised"] == ["correlation_id", "entity_a", "entity_b", "evidence"]
+    folder = Path(made.data["folder"])
+    files = history.delivered
+    assert sorted(files) == sorted([*manifest["files"], "manifest.json"]), "nothing else in the folder"
+    assert json.loads(files["manifest.json"]) == manifest
+    rows = []
+    for name, listed in manifest["files"].items():
+        assert hashlib.sha256(files[name]).hexdigest() == listed["sha256"]
+        rows += pq.read_table(pa.BufferReader(files[name])).to_pylist()
+    assert sum(f["rows"] for f in manifest["files"].values()) == len(rows) == manifest["rows"]
+    clear = {r[c] for r in asked["rows"] for c in ("correlation_id", "entity_a", "entity_b", "evidence")}
+    written = json.dumps(rows, default=str)
+    assert not [value for value in clear if value in written], "no identifier in clear"
+    assert all(r["entity_a"].startswith("ps-") for r in rows)
+    assert sorted(r["confidence"] for r in rows) == sorted(r["confidence"] for r in asked["rows"])
+    refused = history["extract-over-existing"]
+    assert refused.code == 2
+    assert str(folder) in refused.stderr
+    assert "not empty" in refused.stderr
+
+    reader = LedgerReader.for_registry(TableRegistry(_spark(), history.config))
+    recorded = [e for e in reader.entries(kind="audit_extract") if isinstance(e, AuditExtract)]
+    mine = next(e for e in recorded if e.manifest.extract_id == manifest["extract_id"])
+    assert mine.manifest.model_dump(mode="json") == manifest, "the ledger holds the manifest as written"
+    assert mine.manifest_sha256 == made.data["manifest_sha256"]
+    started = [e for e in reader.entries(kind="run_started") if isinstance(e, RunStarted)]
+    run = next(e for e in started if e.run_id == mine.run_id == manifest["extract_id"])
+    assert run.command == "extract"
+    assert run.inputs["gold.correlations"].version == manifest["version"]
+
+
+def test_a_later_erasure_deletes_the_extracts_that_may_hold_the_subject_and_lists_them(
+    history: History,
+) -> None:
+    import pyarrow.parquet as pq
+
+    made = history["extract"].data
+    extract_id, folder = made["manifest"]["extract_id"], Path(made["folder"])
+    relative = str(folder.relative_to(history.config.workdir_path.resolve()))
+    assert history["erase-dry-run"].data["places"]["extracts"] == {extract_id: relative}
+    assert folder.exists() is False
+    certificate = history["erase"].data["certificate"]
+    assert certificate["extracts"] == {extract_id: relative}
+    # made again after the erasure: the subject's redacted correlations are left out
+    again = history["extract-after-erase"]
+    assert again.code == 0, again.stderr
+    manifest = again.data["manifest"]
+    redacted = history["asof-before-erase"].data["redacted"]
+    assert manifest["withheld"] == redacted, "route (b)'s purged version brings nothing back"
+    assert manifest["route"] == "a"
+    assert manifest["rows"] == len(history["asof-before-erase"].data["rows"]) - sum(redacted.values())
+    rows = pq.read_table(Path(again.data["folder"]) / "part-00000.parquet").to_pylist()
+    assert "redacted:" not in json.dumps(rows, default=str)

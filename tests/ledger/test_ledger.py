@@ -44,6 +44,7 @@ from ledger.clock import FixedClock
 from ledger.entries import (
     KINDS,
     Approval,
+    AuditExtract,
     CalibrationMeasured,
     DiffManifest,
     EngineDeclared,
@@ -51,6 +52,8 @@ from ledger.entries import (
     ErasureCertificate,
     ErasureProgress,
     ErasureVerification,
+    ExtractFile,
+    ExtractManifest,
     LedgerEntryBase,
     LedgerSchemaChanged,
     LegalHold,
@@ -229,6 +232,26 @@ def one_of_each_kind() -> list[LedgerEntryBase]:
                 )
             },
         ),
+        AuditExtract(
+            run_id="extract-1",
+            folder="extracts/q4",
+            manifest=ExtractManifest(
+                extract_id="extract-1",
+                table="gold.correlations",
+                at=T0,
+                version=4,
+                route="a",
+                routes_agree=True,
+                where="confidence >= 0.8",
+                rows=3,
+                files={"part-00000.parquet": ExtractFile(sha256="f" * 64, rows=3, bytes=1200)},
+                pseudonymised=("entity_a", "entity_b"),
+                pseudonymisation="salted sha256",
+                withheld={"erasure-1": 1},
+                created_at=T0,
+            ),
+            manifest_sha256="m" * 64,
+        ),
     ]
 
 
@@ -251,6 +274,7 @@ def test_every_kind_round_trips_through_its_canonical_body() -> None:
         "legal_hold",
         "calibration_measured",
         "maintenance",
+        "audit_extract",
     } <= set(KINDS)
     for entry in entries:
         body = entry.body()

@@ -137,11 +137,19 @@ def redactions(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return dict(sorted(found.items()))
 
 
-def check_table(reader: Reader, table: str, known: Sequence[str]) -> dict[str, str]:
-    """Refuse anything but a configured Gold table; return its filterable columns."""
+def refuse_unanswerable(table: str, known: Sequence[str], command: str = "asof") -> None:
+    """Refuse anything but a configured Gold table (not an entity index): what ``asof``, and
+    so ``extract``, answer for. Needs only the configuration: refused before Spark starts."""
     gold = sorted(name for name in known if name.startswith("gold.") and name not in INDEXES.values())
     if table not in gold:
-        raise UsageError(f"asof answers for Gold tables only; {table!r} is not one of: {', '.join(gold)}")
+        raise UsageError(
+            f"{command} answers for Gold tables only; {table!r} is not one of: {', '.join(gold)}"
+        )
+
+
+def check_table(reader: Reader, table: str, known: Sequence[str]) -> dict[str, str]:
+    """Refuse anything but a configured Gold table; return its filterable columns."""
+    refuse_unanswerable(table, known)
     return reader.columns(table)
 
 

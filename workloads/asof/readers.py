@@ -88,8 +88,8 @@ _SIMPLE_TYPES = {
 }
 
 
-def simple_columns(schema_ddl: str) -> dict[str, str]:
-    """Column -> simple type of a configured schema; nested and decimal columns are left out."""
+def ddl_fields(schema_ddl: str) -> list[tuple[str, str]]:
+    """Each column of a configured schema, in order, with its type as written (``DECIMAL(18,2)``)."""
     parts: list[str] = []
     depth, start = 0, 0
     for i, char in enumerate(schema_ddl):
@@ -101,13 +101,16 @@ def simple_columns(schema_ddl: str) -> dict[str, str]:
             parts.append(schema_ddl[start:i])
             start = i + 1
     parts.append(schema_ddl[start:])
+    return [(tokens[0], tokens[1]) for tokens in (part.split() for part in parts) if len(tokens) >= 2]
+
+
+def simple_columns(schema_ddl: str) -> dict[str, str]:
+    """Column -> simple type of a configured schema; nested and decimal columns are left out."""
     columns: dict[str, str] = {}
-    for part in parts:
-        tokens = part.split()
-        if len(tokens) >= 2:
-            kind = _SIMPLE_TYPES.get(re.split(r"[(<]", tokens[1].upper())[0])
-            if kind is not None:
-                columns[tokens[0]] = kind
+    for name, written in ddl_fields(schema_ddl):
+        kind = _SIMPLE_TYPES.get(re.split(r"[(<]", written.upper())[0])
+        if kind is not None:
+            columns[name] = kind
     return columns
 
 

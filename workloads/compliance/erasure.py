@@ -9,7 +9,10 @@ The steps (``lakehouse erase``):
    covers, every retained version and open candidate, the rows and data files that hold the
    subject; every tag on such a version; every file under the work dir (replay review files)
    that names an identifier. A dry run stops here and writes nothing.
-3. **Redact** the work files: each identifier becomes ``redacted:<certificate id>``.
+3. **Redact** the work files: each identifier becomes ``redacted:<certificate id>``; then
+   **delete the audit extracts** of every table that held the subject
+   (:func:`~workloads.compliance.extract.extracts_of`: their pseudonyms cannot be traced to
+   the subject, so every extract of such a table goes).
 4. **Erase** the rows from each open candidate and the current version (one MERGE each,
    copy-on-write: the files holding the rows are rewritten without them; Gold correlations
    are redacted instead, :data:`~workloads.compliance.subject.REDACTIONS`), table by table,
@@ -41,7 +44,7 @@ import logging
 import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Final
@@ -50,6 +53,7 @@ from lakehouse.errors import DataQualityError, InjectedFailure, UsageError
 from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import file_path
 from ledger import ErasedIn, ErasureCertificate, ErasureProgress, ErasureVerification, Ledger, RunStarted
+from workloads.compliance.extract import delete_extracts, extracts_of
 from workloads.compliance.holds import open_holds, refuse_if_held
 from workloads.compliance.scan import identifier_digest, scan
 from workloads.compliance.subject import (
@@ -109,10 +113,13 @@ class Places:
     tables: tuple[TablePlace, ...]
     work_files: Mapping[str, int]
     """Work file -> number of identifier occurrences in it."""
+    extracts: Mapping[str, str] = field(default_factory=dict)
+    """Audit extracts of a table that held the subject (extract id -> folder under the work
+    dir): the erasure deletes them."""
 
     @property
     def empty(self) -> bool:
-        return not self.work_files and not any(t.holds for t in self.tables)
+        return not self.work_files and not self.extracts and not any(t.holds for t in self.tables)
 
 
 @dataclass(frozen=True)
@@ -250,7 +257,7 @@ class ErasureStep(StrEnum):
     """Where a crash can be injected into an erasure (``fail_at``), in the order the steps run."""
 
     AFTER_WORK_FILES = "after_work_files"
-    """The review files are redacted; no table is touched."""
+    """The review files are redacted and the audit extracts deleted; no table is touched."""
     AFTER_FIRST_MERGE = "after_first_merge"
     """The first table's rows are erased; its old files and versions are still there."""
     AFTER_FIRST_TABLE = "after_first_table"
@@ -299,6 +306,9 @@ def erase(
         refuse_if_held(holds, [*subject.identifiers, *addresses_of(registry, subject.entities)])
     refuse_text_naming((("--request", request.request_id), ("--reason", request.reason)), subject.identifiers)
     places = locate(registry, subject, lakehouse_roots(registry, ledger, deliveries), progress)
+    workdir = registry.config.workdir_path.resolve()
+    extracts = extracts_of(ledger, [p.table for p in places.tables if p.holds], workdir)
+    places = replace(places, extracts={e.extract_id: e.folder for e in extracts})
     if request.dry_run:
         return ErasureResult(places=places, dry_run=True)
     now = ledger.writer.clock.now()
@@ -326,6 +336,8 @@ def erase(
         ledger.writer.append(
             ErasureProgress(run_id=run_id, certificate_id=certificate_id, work_files=work_files)
         )
+        deleted = delete_extracts(extracts, workdir)
+        ledger.writer.append(ErasureProgress(run_id=run_id, certificate_id=certificate_id, extracts=deleted))
         _crash(fail_at, ErasureStep.AFTER_WORK_FILES, run_id)
         keys = key_row(registry.spark, subject, redacted_as(certificate_id)).localCheckpoint()
         reason = f"erasure certificate {certificate_id}: {request.reason}"
@@ -355,6 +367,7 @@ def erase(
         _crash(fail_at, ErasureStep.AFTER_VERIFICATION, run_id)
         tables = merged_tables([*attempt.done, *tables.items()])
         work_files = tuple(sorted({*attempt.work_files, *work_files}))
+        deleted = dict(sorted({**attempt.extracts, **deleted}.items()))
         run.counts.update({f"{name}.rows": erased.rows for name, erased in tables.items()})
         run.outputs.update({n: e.version for n, e in tables.items() if e.version is not None and e.rows})
     certificate = ErasureCertificate(
@@ -368,6 +381,7 @@ def erase(
         identifiers=subject.counts(),
         tables=tables,
         work_files=work_files,
+        extracts=deleted,
         completes=attempt.run_ids,
         kept=kept_places(deliveries),
         verification=verification,
@@ -375,7 +389,11 @@ def erase(
     )
     ledger.writer.append(certificate)
     log.info(
-        "erasure %s certified: %d table(s), %d work file(s)", certificate_id, len(tables), len(work_files)
+        "erasure %s certified: %d table(s), %d work file(s), %d extract(s) deleted",
+        certificate_id,
+        len(tables),
+        len(work_files),
+        len(deleted),
     )
     return ErasureResult(places=places, dry_run=False, certificate=certificate)
 
@@ -391,6 +409,7 @@ class Attempt:
     run_ids: tuple[str, ...] = ()
     done: tuple[tuple[str, ErasedIn], ...] = ()
     work_files: tuple[str, ...] = ()
+    extracts: Mapping[str, str] = field(default_factory=dict)
 
 
 def merged_tables(done: Sequence[tuple[str, ErasedIn]]) -> dict[str, ErasedIn]:
@@ -449,6 +468,7 @@ def unfinished_attempt(ledger: Ledger, request_id: str) -> Attempt:
         tuple(run_ids),
         done=tuple((s.table, s.erased) for s in steps if s.table is not None and s.erased is not None),
         work_files=tuple(sorted({f for s in steps for f in s.work_files})),
+        extracts={i: f for s in steps for i, f in s.extracts.items()},
     )
 
 
