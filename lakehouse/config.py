@@ -115,6 +115,32 @@ class MlflowSettings(StrictModel):
     """Experiment name; a lakehouse with an ``instance`` gets ``<experiment>-<instance>``."""
 
 
+class LineageSettings(StrictModel):
+    """Where the OpenLineage events of recorded runs go (README, "Lineage: OpenLineage events").
+
+    ``file`` (the default) appends one JSON line per event to ``path`` (default
+    ``<workdir>/lineage/events.ndjson``); ``http`` posts each event to ``url`` + ``endpoint``
+    (Marquez: ``http://marquez:5000``, ``api/v1/lineage``); ``console`` logs them; ``none``
+    emits nothing. An event that cannot be sent is a warning, never a failed run.
+    """
+
+    transport: Literal["file", "http", "console", "none"] = "file"
+    path: str | None = None
+    url: str | None = None
+    endpoint: str = "api/v1/lineage"
+    api_key: str | None = None
+    """Bearer token for the HTTP consumer (set it through ``LAKEHOUSE__LINEAGE__API_KEY``)."""
+    timeout_seconds: float = Field(default=5.0, gt=0)
+    namespace: str = Field(default="lakehouse-replay", min_length=1)
+    """The jobs' namespace; a lakehouse with an ``instance`` gets ``<namespace>-<instance>``."""
+
+    @model_validator(mode="after")
+    def _url_for_http(self) -> LineageSettings:
+        if self.transport == "http" and not self.url:
+            raise ValueError("transport 'http' needs a url (e.g. http://marquez:5000)")
+        return self
+
+
 class TableSettings(StrictModel):
     """One table as configured: where it lives, what it holds and how it is laid out."""
 
@@ -163,6 +189,7 @@ class LakehouseConfig(StrictModel):
     jars: JarSettings = Field(default_factory=JarSettings)
     iceberg: IcebergCatalogSettings = Field(default_factory=IcebergCatalogSettings)
     mlflow: MlflowSettings = Field(default_factory=MlflowSettings)
+    lineage: LineageSettings = Field(default_factory=LineageSettings)
     zone_formats: dict[Zone, TableFormat] = Field(default_factory=_default_zone_formats)
     force_format: TableFormat | None = None
     instance: str = ""
@@ -234,6 +261,19 @@ class LakehouseConfig(StrictModel):
         return f"{self.mlflow.experiment}-{self.instance}" if self.instance else self.mlflow.experiment
 
     @property
+    def lineage_path(self) -> Path:
+        """Where the file transport appends the OpenLineage events (one JSON object a line)."""
+        if self.lineage.path:
+            return Path(self.lineage.path).expanduser().resolve()
+        return self.workdir_path / "lineage" / "events.ndjson"
+
+    @property
+    def lineage_namespace(self) -> str:
+        """The OpenLineage namespace of this lakehouse's jobs: one per instance."""
+        base = self.lineage.namespace
+        return f"{base}-{self.instance}" if self.instance else base
+
+    @property
     def jar_cache_path(self) -> Path:
         return Path(self.jars.cache_dir).expanduser().resolve()
 
@@ -244,6 +284,12 @@ class LakehouseConfig(StrictModel):
         if table.format is not None:
             return table.format
         return self.zone_formats.get(table.zone, TableFormat.DELTA)
+
+    def warehouse_of(self, table: TableSettings) -> str:
+        """The warehouse URI a table's data lives under (Iceberg's may be its own)."""
+        if self.format_of(table) is TableFormat.ICEBERG:
+            return self.iceberg_warehouse_uri
+        return self.warehouse_uri
 
 
 def _as_uri(location: str) -> str:

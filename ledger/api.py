@@ -9,7 +9,7 @@ from ledger.clock import Clock
 from ledger.migrations import MigrationReport, migrate
 from ledger.reader import LedgerReader
 from ledger.store import ledger_table
-from ledger.writer import LedgerWriter
+from ledger.writer import LedgerWriter, lineage_of_table
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,11 @@ class Ledger:
 
 
 def open_ledger(registry: TableRegistry, *, clock: Clock) -> Ledger:
-    """Create or upgrade ``ops.ledger`` as needed (idempotent) and return its writer and reader."""
+    """Create or upgrade ``ops.ledger`` as needed (idempotent) and return its writer and reader.
+
+    The writer sends the OpenLineage events of the runs it records (``lineage:`` in the config).
+    """
     report = migrate(registry, clock=clock)
     table = ledger_table(registry)
-    return Ledger(LedgerWriter(table, clock=clock), LedgerReader(table), report)
+    writer = LedgerWriter(table, clock=clock, lineage=lineage_of_table(registry, table))
+    return Ledger(writer, LedgerReader(table), report)
