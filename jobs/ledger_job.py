@@ -16,6 +16,8 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
 
 from jobs.common import Context, Outcome, TableView, add_policies_argument
 from jobs.output import Block, plain
+from ledger.chain import LedgerRecord
+from ledger.openlineage_events import OPENING_KINDS, openlineage_run_id
 
 NAME = "ledger"
 HELP = (
@@ -98,9 +100,16 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         }
         for r in records
     ]
-    data = {"entries": [{**plain(r), "body": json.loads(r.body)} for r in records]}
+    data = {"entries": [{**plain(r), "body": json.loads(r.body), **_openlineage(r)} for r in records]}
     columns = ["seq", "recorded_at", "kind", "run_id", "hash", "body"]
     return Outcome(data=data, lines=[TableView(rows, columns)])
+
+
+def _openlineage(record: LedgerRecord) -> dict[str, str]:
+    """The OpenLineage run id of the run an entry opened (README, "Lineage: OpenLineage events")."""
+    if record.kind not in OPENING_KINDS or record.run_id is None:
+        return {}
+    return {"openlineage_run_id": openlineage_run_id(record.run_id, record.entry_id)}
 
 
 if __name__ == "__main__":

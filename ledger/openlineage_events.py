@@ -36,6 +36,7 @@ a failure to emit is logged as a warning and never fails the run.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,9 +61,9 @@ LEDGER_RUN_NAMESPACE = uuid.UUID("6f1c1f0e-3b7a-5d8e-9a52-6c2b1d0e4a17")
 FACET = "lakehouse_run"
 """Name of the custom run facet: ledger run id, opening entry, command, engines."""
 
-PRODUCER = "https://pypi.org/project/lakehouse-replay/"
-SCHEMA_URL = "https://lakehouse-replay.invalid/spec/LakehouseRunFacet.json#/$defs/LakehouseRunFacet"
-"""Our custom facet's schema URL (required by the spec; the facet is documented in the README)."""
+SCHEMA_URL = "urn:lakehouse-replay:openlineage:LakehouseRunFacet"
+"""Our custom facet's ``_schemaURL`` (a URI the spec requires; the facet is documented in the
+README, "Lineage: OpenLineage events", and published nowhere)."""
 
 OPENING_KINDS = ("run_started", "rollback")
 EMITTING_KINDS = ("run_started", "run_finished", "publication", "rollback")
@@ -131,10 +132,10 @@ class EventBuilder:
             where = dataset_name(self.config, table)
             facets = {
                 "version": dataset_version_dataset.DatasetVersionDatasetFacet(
-                    datasetVersion=str(version), producer=PRODUCER
+                    datasetVersion=str(version), producer=producer()
                 ),
                 "storage": storage_dataset.StorageDatasetFacet(
-                    storageLayer=where.storage, fileFormat="parquet", producer=PRODUCER
+                    storageLayer=where.storage, fileFormat="parquet", producer=producer()
                 ),
             }
             found.append(kind(namespace=where.namespace, name=where.name, facets=facets))
@@ -169,22 +170,22 @@ class EventBuilder:
                 version=_version_of("lakehouse-replay"),
                 name="lakehouse-replay",
                 openlineageAdapterVersion=_version_of("openlineage-python"),
-                producer=PRODUCER,
+                producer=producer(),
             ),
         }
         if error is not None:
             run_facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
-                message=error, programmingLanguage="python", producer=PRODUCER
+                message=error, programmingLanguage="python", producer=producer()
             )
         job_facets: dict[str, Any] = {
             "jobType": job_type_job.JobTypeJobFacet(
-                processingType="BATCH", integration="LAKEHOUSE_REPLAY", jobType="JOB", producer=PRODUCER
+                processingType="BATCH", integration="LAKEHOUSE_REPLAY", jobType="JOB", producer=producer()
             )
         }
         return RunEvent(
             eventType=RunState(state),
             eventTime=at.isoformat(),
-            producer=PRODUCER,
+            producer=producer(),
             run=Run(runId=opened.run_id, facets=run_facets),
             job=Job(namespace=self.config.lineage_namespace, name=opened.job, facets=job_facets),
             inputs=self.inputs(_inputs_of(opened.entry)),
@@ -220,6 +221,11 @@ class EventBuilder:
         return []
 
 
+def producer() -> str:
+    """The events' producer URI: ``urn:lakehouse-replay:<version>``."""
+    return f"urn:lakehouse-replay:{_version_of('lakehouse-replay')}"
+
+
 @cache
 def _version_of(distribution: str) -> str:
     try:
@@ -234,9 +240,7 @@ def _lakehouse_facet(opened: Opened) -> Any:
 
     entry = opened.entry
     started = entry if isinstance(entry, RunStarted) else None
-    facet = RunFacet(producer=PRODUCER)
-    facet._schemaURL = SCHEMA_URL
-    return facet.with_additional_properties(
+    facet = RunFacet(producer=producer()).with_additional_properties(
         ledgerRunId=entry.run_id,
         ledgerEntryId=opened.entry_id,
         ledgerKind=entry.kind,
@@ -253,6 +257,8 @@ def _lakehouse_facet(opened: Opened) -> Any:
             for e in (started.engines if started else ())
         ],
     )
+    facet._schemaURL = SCHEMA_URL
+    return facet
 
 
 RecordsOfRun = Callable[[str], Sequence[LedgerRecord]]
@@ -274,7 +280,9 @@ class LineageEmitter:
 
     @property
     def enabled(self) -> bool:
-        return self.config.lineage.transport != "none"
+        """Off with ``transport: none`` or the client's own ``OPENLINEAGE_DISABLED=true``."""
+        off = os.environ.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true"
+        return self.config.lineage.transport != "none" and not off
 
     def emit_records(self, records: Iterable[LedgerRecord]) -> None:
         """Emit the events of ``records`` (just appended). Never raises: failures are warnings."""

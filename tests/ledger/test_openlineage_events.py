@@ -124,6 +124,7 @@ def test_a_recorded_run_emits_start_then_complete_with_pinned_versions_and_its_l
     assert start["job"]["namespace"] == "lakehouse-replay"
     assert start["eventTime"] == started.recorded_at.isoformat()
     facet = complete["run"]["facets"][FACET]
+    assert facet["_schemaURL"] == "urn:lakehouse-replay:openlineage:LakehouseRunFacet"
     assert facet["ledgerRunId"] == "build-gold-1"
     assert facet["ledgerEntryId"] == started.entry_id
     assert facet["engines"] == [
@@ -220,10 +221,12 @@ def test_an_end_whose_start_another_process_recorded_is_found_in_the_ledger(tmp_
     assert complete["inputs"][0]["name"] == "silver.events"
 
 
-def test_disabled_lineage_writes_no_file(tmp_path: Path) -> None:
+def test_disabled_lineage_writes_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = config_of(tmp_path, transport="none")
     build(fake_ledger(config))
-    assert not config.lineage_path.exists()
+    assert not (tmp_path / "work" / "lineage").exists()
+    monkeypatch.setenv("OPENLINEAGE_DISABLED", "true")  # the client's own switch
+    build(fake_ledger(config_of(tmp_path)))
     assert not (tmp_path / "work" / "lineage").exists()
 
 
