@@ -6,7 +6,9 @@ shipped plan -> approve -> ack -> publish -> asof -> ledger verify -> rollback -
 and along the way the refusals a user meets (exit 2), a held publication (exit 5), a
 lineage that no run produced (exit 1), a tampered Gold row (``asof`` exit 7, checked as a
 real process) and a tampered ledger (``ledger verify`` exit 4). A missing Java is exit 3,
-in a real process. Commands run in this process through :func:`jobs.cli.main` (the Spark
+in a real process. At the end, the OpenLineage events every recorded run of the history sent
+(``<workdir>/lineage/events.ndjson``) are validated against the OpenLineage JSON schema and
+matched with the ledger entries. Commands run in this process through :func:`jobs.cli.main` (the Spark
 session is shared), which reads the test's work dir and instance like a real run would.
 
 Exit 6 (an injected failure) has no command-line switch: it is checked where failures are
@@ -33,6 +35,7 @@ from lakehouse.config import LakehouseConfig, load_config
 from tests.cli_runner import instance_env, run_cli
 from tests.conftest import drop_all
 from tests.erasure_search import files_naming, words
+from tests.openlineage_schema import read_events, schema_errors
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -688,3 +691,67 @@ def test_a_later_erasure_deletes_the_extracts_that_may_hold_the_subject_and_list
     assert manifest["rows"] == len(history["asof-before-erase"].data["rows"]) - sum(redacted.values())
     rows = pq.read_table(Path(again.data["folder"]) / "part-00000.parquet").to_pylist()
     assert "redacted:" not in json.dumps(rows, default=str)
+
+
+def test_every_recorded_run_sent_valid_openlineage_events_that_name_its_ledger_entries(
+    history: History, spark_session: Any
+) -> None:
+    from lakehouse.tables import TableRegistry
+    from ledger.entries import Publication, Rollback, RunFinished, RunStarted
+    from ledger.openlineage_events import FACET, OPENING_KINDS, dataset_name, openlineage_run_id
+    from ledger.reader import LedgerReader
+
+    config = history.config
+    events = [
+        e for e in read_events(config.lineage_path) if e["job"]["namespace"] == config.lineage_namespace
+    ]
+    assert {i: errors for i, e in enumerate(events) if (errors := schema_errors(e))} == {}
+    records = LedgerReader.for_registry(TableRegistry(spark_session, config)).records()
+    opened = {openlineage_run_id(str(r.run_id), r.entry_id): r for r in records if r.kind in OPENING_KINDS}
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        runs.setdefault(event["run"]["runId"], []).append(event)
+    # one OpenLineage run per ledger entry that opened a run: START, then COMPLETE or FAIL
+    assert set(runs) == set(opened)
+    assert {tuple(e["eventType"] for e in run) for run in runs.values()} <= {
+        ("START", "COMPLETE"),
+        ("START", "FAIL"),
+    }
+    jobs = {e["job"]["name"] for e in events}
+    assert {f"ingest --feed {feed}" for feed in FEEDS} | {"build silver", "build gold", "replay"} <= jobs
+    assert {"publish", "rollback", "index gold.correlations", "erase"} <= jobs
+
+    def versions(datasets: list[dict[str, Any]]) -> dict[str, int]:
+        return {d["name"]: int(d["facets"]["version"]["datasetVersion"]) for d in datasets}
+
+    def named(tables: dict[str, int]) -> dict[str, int]:
+        return {dataset_name(config, t).name: v for t, v in tables.items()}
+
+    written: set[tuple[str, str, int]] = set()
+    for ol_run_id, record in opened.items():
+        start, end = runs[ol_run_id]
+        for event in (start, end):  # the events name the ledger run and entry that opened them
+            facet = event["run"]["facets"][FACET]
+            assert (facet["ledgerRunId"], facet["ledgerEntryId"]) == (record.run_id, record.entry_id)
+        entry = record.entry()
+        if isinstance(entry, RunStarted):  # inputs: exactly the pinned versions
+            assert start["job"]["name"] == entry.command
+            assert versions(start["inputs"]) == named({t: i.version for t, i in entry.inputs.items()})
+            assert [e["name"] for e in start["run"]["facets"][FACET]["engines"]] == [
+                e.name for e in entry.engines
+            ]
+        written |= {(str(record.run_id), name, v) for name, v in versions(end["outputs"]).items()}
+    for record in records:  # outputs: every version a run wrote or made current
+        entry = record.entry()
+        if isinstance(entry, RunFinished):
+            tables = {t: o.version for t, o in entry.outputs.items()}
+        elif isinstance(entry, Publication):
+            tables = entry.tables
+        elif isinstance(entry, Rollback):
+            tables = {entry.table: entry.new_version}
+        else:
+            continue
+        assert {(str(record.run_id), n, v) for n, v in named(tables).items()} <= written, record.kind
+    shown = [e for e in history["ledger-show"].data["entries"] if e["kind"] == "run_started"]
+    assert shown
+    assert all(e["openlineage_run_id"] in runs for e in shown)
