@@ -2,9 +2,9 @@
 
 The lake is generated and built through the product, as the pipeline benchmark does
 (generator, ingest of every feed, Silver, Gold; ``--events``, ``--workdir``, the shipped
-mixed-format default or ``--format``). Subjects are ordinary persons: an address with a
-number of orders at most the median, whose entity holds no other address, chosen by a hash of the
-address so the choice is stable.
+mixed-format default or ``--format``). Subjects are ordinary persons: an address whose
+entity holds no other address, with at most the median number of orders of such persons,
+chosen by a hash of the address so the choice is stable.
 
 The two sides, in the same process:
 
@@ -12,11 +12,12 @@ The two sides, in the same process:
   what the CLI runs): find the subject's identifiers, locate it in every retained version,
   erase and purge it table by table, verify with the independent scan, certify. Files are
   counted by listing every table's Parquet data files on disk before and after: the files
-  the erasure deleted (every file that held the subject in any version, and what the format's
-  expiry took with them) and the files it wrote.
+  the erasure deleted (every file that held the subject in any version, and what the
+  format's expiry took with them) and the files it wrote.
 * **the full rewrite** (the baseline): what a team does without a targeted erasure. Every
-  table the erasure touched is read in its current version and written again without the
-  subject (the same :data:`~workloads.compliance.subject.RULES` condition and
+  table the erasure touches (found by an untimed dry run of the subject) is read in its
+  current version and written again without the subject (the same
+  :data:`~workloads.compliance.subject.RULES` condition and
   :data:`~workloads.compliance.subject.REDACTIONS`, the identifiers given to it for free),
   as one write into a fresh table of the same format, partitioning and sort order: the
   files an in-place ``INSERT OVERWRITE`` would write, without changing the lake the
@@ -27,7 +28,7 @@ The two sides, in the same process:
 Goals (issue 13, item 9): files the erasure rewrote (deleted) <= 10% of the lake's data files,
 erasure time <= 10% of the full rewrite.
 
-JVM warm-up must not land on one side: a dry run of the first subject and a rewrite of the
+JVM warm-up must not land on one side: a dry run of every subject and a rewrite of the
 smallest table run untimed first; then each sample erases a new subject and rewrites every
 table, in alternating order (erase then rewrite, rewrite then erase). Each erasure runs on
 the lake the previous ones left (their purges shortened its history), so every sample is
@@ -333,15 +334,6 @@ def _open(workdir: Path, overrides: Mapping[str, Any]) -> tuple[TableRegistry, L
     return registry, open_ledger(registry, clock=SystemClock())
 
 
-def rewritable(registry: TableRegistry) -> list[str]:
-    """The tables a full rewrite rewrites: every table that can hold a subject
-    (:data:`~workloads.compliance.subject.RULES`) and holds rows now."""
-    from workloads.compliance.subject import tables_with_rules
-
-    sizes = current_files(registry, tables_with_rules(registry))
-    return [name for name, (files, _) in sizes.items() if files]
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks erasure")
     parser.add_argument("--events", type=int, default=20_000, help="approximate events to generate")
@@ -374,29 +366,27 @@ def main(argv: list[str]) -> int:
         f"{len(current)} tables; {on_disk.count} data files ({on_disk.bytes / 1e6:.1f} MB) on disk "
         "(every version)"
     )
-    names = rewritable(registry)
     subjects = pick_subjects(registry, args.samples)
-    identities = [
-        find_subject(registry, email=address) for address in subjects
-    ]  # untimed, before any erasure
-    for number, subject in enumerate(identities):
-        print(f"subject {number + 1}: {subject.counts()}")
-
-    # warm-up, both sides: a dry run (find, locate) and a rewrite of the smallest table
-    started = time.monotonic()
-    dry = erase(
-        registry, ledger, ErasureRequest("", "", email=subjects[0], dry_run=True), deliveries=deliveries
-    )
-    holding = [p.table for p in dry.places.tables if p.holds]
-    print(f"warm-up dry run: {time.monotonic() - started:.1f}s; the subject is in {len(holding)} tables")
-    smallest = min(names, key=lambda n: current[n][1])
+    # Untimed, before any erasure (warm-up too): each subject's identifiers (the full rewrite's
+    # filter) and, by a dry run, the tables that hold it (the ones its full rewrite rewrites).
+    identities, holding = [], []
+    for number, address in enumerate(subjects):
+        started = time.monotonic()
+        identities.append(find_subject(registry, email=address))
+        request = ErasureRequest("", "", email=address, dry_run=True)
+        dry = erase(registry, ledger, request, deliveries=deliveries)
+        holding.append([p.table for p in dry.places.tables if p.holds])
+        print(
+            f"subject {number + 1}: {identities[-1].counts()}; in {len(holding[-1])} tables: "
+            f"{', '.join(holding[-1])} (dry run, untimed: {time.monotonic() - started:.1f}s)"
+        )
+    smallest = min(holding[0], key=lambda n: current[n][1])
     full_rewrite(registry, [smallest], key_row(registry.spark, identities[0], redacted_as("bench")))
-    print(f"the full rewrite rewrites {len(names)} tables: {', '.join(names)}")
 
     invocation = uuid.uuid4().hex[:6]
     erasures: list[Erasure] = []
     rewrites: list[Rewrite] = []
-    for sample, (address, subject) in enumerate(zip(subjects, identities, strict=True)):
+    for sample, (address, subject, names) in enumerate(zip(subjects, identities, holding, strict=True)):
         keys = key_row(registry.spark, subject, redacted_as("bench")).localCheckpoint()
         order = ("erase", "rewrite") if sample % 2 == 0 else ("rewrite", "erase")
         for side in order:
