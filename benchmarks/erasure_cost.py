@@ -45,11 +45,12 @@ import shutil
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from benchmarks.phases import Phases
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -201,15 +202,6 @@ def pick_subjects(registry: TableRegistry, count: int) -> list[str]:
     return [str(r["email"]) for r in chosen]
 
 
-def step_seconds(marks: Sequence[tuple[float, str]], name: Callable[[str], str]) -> dict[str, float]:
-    """Seconds per ``name(message)`` from (moment, progress message) marks: each message's
-    part runs until the next mark."""
-    steps: dict[str, float] = {}
-    for (before, message), (after, _) in pairwise(marks):
-        steps[name(message)] = steps.get(name(message), 0.0) + after - before
-    return steps
-
-
 def step_of(message: str) -> str:
     """The step an erasure progress message starts (:func:`workloads.compliance.erase`)."""
     if message.startswith("searching "):
@@ -228,28 +220,19 @@ def erase_one(registry: TableRegistry, ledger: Ledger, address: str, deliveries:
     names = registry.names()
     before = data_files(registry, names)
     versions = sum(len(registry.get(n).retained_versions()) for n in names if registry.get(n).exists())
-    marks: list[tuple[float, str]] = []
     request = ErasureRequest(request_id=f"BENCH-{tag}", reason="benchmark: erasure cost", email=address)
-    started = time.monotonic()
-    marks.append((started, "find the subject's identifiers (every Silver version, every resolver)"))
-    result = erase(
-        registry,
-        ledger,
-        request,
-        deliveries=deliveries,
-        progress=lambda message: marks.append((time.monotonic(), message)),
-    )
-    ended = time.monotonic()
-    marks.append((ended, "end"))
+    phases = Phases("find the subject's identifiers (every Silver version, every resolver)")
+    result = erase(registry, ledger, request, deliveries=deliveries, progress=phases)
+    seconds = phases.end()
     after = data_files(registry, names)
     certificate = result.certificate
     assert certificate is not None
     gone = set(before.sizes) - set(after.sizes)
     new = set(after.sizes) - set(before.sizes)
     return Erasure(
-        seconds=ended - started,
-        steps=step_seconds(marks, step_of),
-        tables=step_seconds(marks[1:-1], str),
+        seconds=seconds,
+        steps=phases.seconds(step_of),
+        tables=phases.seconds(first=False),
         versions_searched=versions,
         files_deleted=len(gone),
         bytes_deleted=sum(before.sizes[f] for f in gone),
