@@ -15,9 +15,9 @@ The two sides, in the same process:
   the erasure deleted (every file that held the subject in any version, and what the
   format's expiry took with them) and the files it wrote.
 * **the full rewrite** (the baseline): what a team does without a targeted erasure. Every
-  table the erasure touches (found by an untimed dry run of the subject) is read in its
-  current version and written again without the subject (the same
-  :data:`~workloads.compliance.subject.RULES` condition and
+  table the erasure touches (its certificate's, or an untimed dry run's when the rewrite
+  runs first) is read in its current version and written again without the subject (the
+  same :data:`~workloads.compliance.subject.RULES` condition and
   :data:`~workloads.compliance.subject.REDACTIONS`, the identifiers given to it for free),
   as one write into a fresh table of the same format, partitioning and sort order: the
   files an in-place ``INSERT OVERWRITE`` would write, without changing the lake the
@@ -28,9 +28,10 @@ The two sides, in the same process:
 Goals (issue 13, item 9): files the erasure rewrote (deleted) <= 10% of the lake's data files,
 erasure time <= 10% of the full rewrite.
 
-JVM warm-up must not land on one side: a dry run of every subject and a rewrite of the
-smallest table run untimed first; then each sample erases a new subject and rewrites every
-table, in alternating order (erase then rewrite, rewrite then erase). Each erasure runs on
+JVM warm-up must not land on one side: the subjects' identifiers are found (every Silver
+version read) and the smallest table rewritten, untimed, first; then each sample erases a
+new subject and rewrites the tables it is in, in alternating order (erase then rewrite,
+rewrite then erase). Each erasure runs on
 the lake the previous ones left (their purges shortened its history), so every sample is
 printed with the versions it searched.
 
@@ -332,7 +333,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     from workloads.compliance import ErasureRequest, erase, find_subject
-    from workloads.compliance.subject import key_row
+    from workloads.compliance.subject import key_row, tables_with_rules
     from workloads.vocabulary import redacted_as
 
     overrides: dict[str, Any] = {"force_format": args.format} if args.format else {}
@@ -350,36 +351,33 @@ def main(argv: list[str]) -> int:
         "(every version)"
     )
     subjects = pick_subjects(registry, args.samples)
-    # Untimed, before any erasure (warm-up too): each subject's identifiers (the full rewrite's
-    # filter) and, by a dry run, the tables that hold it (the ones its full rewrite rewrites).
-    identities, holding = [], []
-    for number, address in enumerate(subjects):
-        started = time.monotonic()
-        identities.append(find_subject(registry, email=address))
-        request = ErasureRequest("", "", email=address, dry_run=True)
-        dry = erase(registry, ledger, request, deliveries=deliveries)
-        holding.append([p.table for p in dry.places.tables if p.holds])
-        print(
-            f"subject {number + 1}: {identities[-1].counts()}; in {len(holding[-1])} tables: "
-            f"{', '.join(holding[-1])} (dry run, untimed: {time.monotonic() - started:.1f}s)"
-        )
-    smallest = min(holding[0], key=lambda n: current[n][1])
+    # Untimed, before any erasure: each subject's identifiers (the full rewrite's filter; it
+    # reads every Silver version, which warms the reads up), and a rewrite of the smallest table.
+    identities = [find_subject(registry, email=address) for address in subjects]
+    for number, subject in enumerate(identities):
+        print(f"subject {number + 1}: {subject.counts()}")
+    smallest = min(
+        (n for n in tables_with_rules(registry) if current.get(n, (0, 0))[0]), key=lambda n: current[n][1]
+    )
     full_rewrite(registry, [smallest], key_row(registry.spark, identities[0], redacted_as("bench")))
 
     invocation = uuid.uuid4().hex[:6]
     erasures: list[Erasure] = []
     rewrites: list[Rewrite] = []
-    for sample, (address, subject, names) in enumerate(zip(subjects, identities, holding, strict=True)):
+    for sample, (address, subject) in enumerate(zip(subjects, identities, strict=True)):
         keys = key_row(registry.spark, subject, redacted_as("bench")).localCheckpoint()
-        order = ("erase", "rewrite") if sample % 2 == 0 else ("rewrite", "erase")
-        for side in order:
-            if side == "erase":
-                tag = f"{invocation}-{sample + 1}"
-                erasures.append(erase_one(registry, ledger, address, deliveries, tag))
-                print(f"sample {sample + 1}: {describe_erasure(erasures[-1])}")
-            else:
-                rewrites.append(full_rewrite(registry, names, keys))
-                print(f"sample {sample + 1}: {describe_rewrite(rewrites[-1])}")
+        if sample % 2 == 0:  # erase, then rewrite the tables the erasure touched
+            erasures.append(erase_one(registry, ledger, address, deliveries, f"{invocation}-{sample + 1}"))
+            print(f"sample {sample + 1}: {describe_erasure(erasures[-1])}")
+            rewrites.append(full_rewrite(registry, list(erasures[-1].rows), keys))
+            print(f"sample {sample + 1}: {describe_rewrite(rewrites[-1])}")
+        else:  # rewrite the tables a dry run (untimed) finds the subject in, then erase
+            request = ErasureRequest("", "", email=address, dry_run=True)
+            dry = erase(registry, ledger, request, deliveries=deliveries)
+            rewrites.append(full_rewrite(registry, [p.table for p in dry.places.tables if p.holds], keys))
+            print(f"sample {sample + 1}: {describe_rewrite(rewrites[-1])}")
+            erasures.append(erase_one(registry, ledger, address, deliveries, f"{invocation}-{sample + 1}"))
+            print(f"sample {sample + 1}: {describe_erasure(erasures[-1])}")
     figures = summary(erasures, rewrites, lake_files)
     print("\n".join(figures))
     if args.json:
