@@ -217,10 +217,12 @@ def step_of(message: str) -> str:
 def erase_one(registry: TableRegistry, ledger: Ledger, address: str, deliveries: Path, tag: str) -> Erasure:
     """Erase ``address`` through the product and measure it."""
     from workloads.compliance import ErasureRequest, erase
+    from workloads.compliance.subject import tables_with_rules
 
     names = registry.names()
     before = data_files(registry, names)
-    versions = sum(len(registry.get(n).retained_versions()) for n in names if registry.get(n).exists())
+    searched = [registry.get(n) for n in tables_with_rules(registry)]
+    versions = sum(len(t.retained_versions()) for t in searched if t.exists())
     request = ErasureRequest(request_id=f"BENCH-{tag}", reason="benchmark: erasure cost", email=address)
     phases = Phases("find the subject's identifiers (every Silver version, every resolver)")
     result = erase(registry, ledger, request, deliveries=deliveries, progress=phases)
