@@ -1,4 +1,4 @@
-"""``python -m benchmarks [pipeline|replay|asof|quality|training-set] ARGS``: run one benchmark.
+"""``python -m benchmarks [pipeline|replay|asof|quality|training-set|erasure] ARGS``: run one benchmark.
 
 ``make bench`` runs the first three small; ``quality`` measures engine versions, not time.
 
@@ -16,6 +16,7 @@ BENCHMARKS = {
     "asof": "benchmarks.asof_latency",
     "quality": "benchmarks.er_quality",
     "training-set": "benchmarks.training_set_cost",
+    "erasure": "benchmarks.erasure_cost",
 }
 
 args = sys.argv[1:]

@@ -21,9 +21,10 @@ import shutil
 import statistics
 import time
 from datetime import UTC, datetime
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+from benchmarks.phases import Phases
 
 HORIZON_DAYS = 90
 
@@ -107,33 +108,31 @@ def naive(
     return time.monotonic() - started, int(counted[0]), int(counted[1] or 0)
 
 
-PHASES: list[tuple[float, str]] = []
-"""(moment, progress message) of the last product run: where its time goes."""
+LAST: list[Phases] = []
+"""The phases of the last product run: where its time goes."""
 
 
 def product(registry: Any, ledger: Any, clock: Any, tracking: Any, as_of: datetime) -> tuple[float, Any]:
     from workloads.ml.point_in_time import TrainingWindow
     from workloads.ml.training_set import build_training_set
 
-    PHASES.clear()
-    started = time.monotonic()
-    PHASES.append((started, "pins and the MLflow run"))
+    phases = Phases("pins and the MLflow run")
     built = build_training_set(
         registry,
         ledger,
         clock,
         TrainingWindow(as_of, HORIZON_DAYS),
         tracking,
-        progress=lambda message: PHASES.append((time.monotonic(), message.split(" ")[0])),
+        progress=lambda message: phases(message.split(" ")[0]),
     )
-    ended = time.monotonic()
-    PHASES.append((ended, "end"))
-    return ended - started, built
+    elapsed = phases.end()
+    LAST[:] = [phases]
+    return elapsed, built
 
 
 def phase_lines() -> list[str]:
     """Seconds per phase of the last product run (each phase runs until the next message)."""
-    return [f"  {name:<28} {after - before:6.1f}s" for (before, name), (after, _) in pairwise(PHASES)]
+    return [f"  {name:<28} {seconds:6.1f}s" for name, seconds in LAST[0].seconds().items()]
 
 
 def main(argv: list[str]) -> int:
