@@ -41,8 +41,11 @@ lock: ## resolve pyproject.toml (with the dev extra) into $(LOCK), keeping pins 
 		--python-version 3.11 --python-platform x86_64-unknown-linux-gnu \
 		--generate-hashes --custom-compile-command 'make lock' --quiet -o $(LOCK)
 
+# The second set adds the PostgreSQL JDBC driver (a catalog on PostgreSQL, and the test session,
+# which also serves one): resolved here, once, not by two test workers at the same time.
 jars: $(STAMP) ## resolve the JVM jars once into ~/.cache/lakehouse-replay (outside git)
 	@$(BIN)/lakehouse jars --conf $(CONF)
+	@LAKEHOUSE__ICEBERG__URI=jdbc:postgresql://localhost/iceberg $(BIN)/lakehouse jars --conf $(CONF)
 
 demo: setup ## run the main job on the embedded default (work/ under this folder)
 	$(BIN)/lakehouse demo --conf $(CONF)
