@@ -49,18 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_policies_argument(parser)
 
 
-def stream_home(ctx: Context) -> Path:
-    """Where this lakehouse's streaming checkpoints live (one folder per instance)."""
-    return ctx.config.workdir_path / "streams" / (ctx.config.instance or "default") / "provisional"
-
-
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_stream
     from ledger.engines import load_engines
     from workloads.pipeline import run_stream_provisional
     from workloads.policies import load_streaming_policy
     from workloads.silver.lateness import load_lateness_policy
-    from workloads.streaming import stream_fail_point
+    from workloads.streaming import stream_fail_point, stream_home
 
     fail_at = stream_fail_point(args.fail_at)  # bad input: exit 2, before Spark
     streaming = load_streaming_policy(args.policies)
@@ -72,7 +67,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         ctx.registry,
         ctx.ledger,
         ctx.clock,
-        home=stream_home(ctx),
+        home=stream_home(ctx.config),
         lateness=lateness,
         streaming=streaming,
         available_now=args.available_now,

@@ -10,6 +10,7 @@ from workloads.streaming.stream import (
     correlate_batch,
     run_stream,
     stream_fail_point,
+    stream_home,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "read_divergence",
     "run_stream",
     "stream_fail_point",
+    "stream_home",
 ]

@@ -61,6 +61,7 @@ from workloads.vocabulary import TableName
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from lakehouse.config import LakehouseConfig
     from lakehouse.tables import TableRegistry
     from ledger import Clock
     from workloads.silver.lateness import LatenessRule
@@ -73,6 +74,7 @@ __all__ = [
     "correlate_batch",
     "run_stream",
     "stream_fail_point",
+    "stream_home",
 ]
 
 log = logging.getLogger(__name__)
@@ -142,6 +144,11 @@ class StreamReport:
     @property
     def provisional(self) -> int:
         return sum(b.provisional for b in self.batches)
+
+
+def stream_home(config: LakehouseConfig) -> Path:
+    """Where a lakehouse's streaming checkpoints live: one folder per instance."""
+    return config.workdir_path / "streams" / (config.instance or "default") / "provisional"
 
 
 def query_identity(home: Path) -> str:
