@@ -17,6 +17,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from jobs.build import engine_pin
 from jobs.common import Context, Outcome, add_policies_argument
 
 NAME = "stream"
@@ -42,6 +43,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
     parser.add_argument(
+        "--engine",
+        dest="pins",
+        action="append",
+        type=engine_pin,
+        default=[],
+        metavar="NAME@VERSION",
+        help="run this declared version instead of the one in force (repeatable), as build does",
+    )
+    parser.add_argument(
         "--fail-at",
         metavar="POINT",
         help="inject a crash at this point of the first batch (drills: after_sink_write)",
@@ -60,7 +70,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     fail_at = stream_fail_point(args.fail_at)  # bad input: exit 2, before Spark
     streaming = load_streaming_policy(args.policies)
     lateness = load_lateness_policy(args.policies)
-    load_engines(args.engines)
+    catalog = load_engines(args.engines)  # a bad file or pin: exit 2, before Spark
+    pinned = {name: catalog.resolve(name, version).version for name, version in args.pins}
     ctx.require_lakehouse()
     ctx.progress("streaming Bronze into provisional correlations")
     report = run_stream_provisional(
@@ -74,6 +85,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         max_files_per_batch=args.max_files_per_batch,
         fail_at=fail_at,
         engines_path=args.engines,
+        pinned=pinned,
         progress=ctx.progress,
     )
     return Outcome(data=report, lines=render_stream(report))

@@ -341,12 +341,14 @@ def run_stream_provisional(
     max_files_per_batch: int | None = None,
     fail_at: StreamFailPoint | None = None,
     engines_path: Path = DEFAULT_ENGINES,
+    pinned: Mapping[str, int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> StreamReport:
     """The streaming provisional path as a recorded run (purpose ``stream``): the entity
     resolution and correlation versions in force at the run's processing date, exactly as a
     Silver and a Gold build would choose them (recorded in ``run_started``), applied per
-    micro-batch by :func:`workloads.streaming.run_stream` over a bounded evidence window."""
+    micro-batch by :func:`workloads.streaming.run_stream` over a bounded evidence window.
+    ``pinned`` is an operator's choice instead of the rule, as for the builds."""
     started = clock.now()
     in_force = in_force_engines(
         ledger,
@@ -359,6 +361,7 @@ def run_stream_provisional(
                 TableName.SILVER_EVENTS.value: schema_version(registry, TableName.SILVER_EVENTS)
             },
         },
+        pinned=pinned,
     )
     resolver = in_force.spec(entity_resolution.NAME)
     producer = _producer(in_force.spec(correlation.NAME))

@@ -277,6 +277,8 @@ def medallion(
     for feed in FEEDS:
         progress(f"ingesting {feed}")
         ingested[feed] = run_ingest(registry, ledger, clock, feed=feed, source=history)
+    pins = dict(pinned or {})
+    resolver = {name: v for name, v in pins.items() if name == RESOLVER}
     streaming = load_streaming_policy()
     progress("streaming the new deliveries into provisional correlations (stream --available-now)")
     streamed = run_stream_provisional(
@@ -287,10 +289,9 @@ def medallion(
         lateness=policy,
         streaming=streaming,
         engines_path=engines_path,
+        pinned=pins,
     )
     progress("building Silver (canonicalise, quarantine, dedupe, lateness, entity resolution)")
-    pins = dict(pinned or {})
-    resolver = {name: v for name, v in pins.items() if name == RESOLVER}
     silver = run_silver(
         registry, ledger, clock, policy=policy, gate=gate, pinned=resolver, engines_path=engines_path
     )
