@@ -178,11 +178,12 @@ def history(
     # the streaming provisional path over the deliveries, before any batch build: a crash after
     # the first micro-batch's write, the rerun that resumes it, and a run with nothing new
     run("stream-unknown-fail-point", "stream", "--available-now", "--fail-at", "nope")
-    run("stream-crash", "stream", "--available-now", "--fail-at", "after_sink_write")
+    er_v1 = ("--engine", "entity_resolution@1")  # as the Silver build below
+    run("stream-crash", "stream", "--available-now", *er_v1, "--fail-at", "after_sink_write")
     after_crash = stream_tables(spark_session, config)
-    run("stream", "stream", "--available-now")
+    run("stream", "stream", "--available-now", *er_v1)
     resumed = stream_tables(spark_session, config)
-    run("stream-caught-up", "stream", "--available-now")
+    run("stream-caught-up", "stream", "--available-now", *er_v1)
     # the history was decided by ER v1 (what the shipped er-v3 plan restates): a fresh
     # lakehouse would otherwise start under the latest effective resolver
     run("build-silver-unknown-pin", "build", "silver", "--engine", "entity_resolution@9")
