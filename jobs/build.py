@@ -48,6 +48,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from ledger.engines import load_engines
     from workloads.gold.quality import medallion_gate as gate
     from workloads.pipeline import run_gold, run_silver
+    from workloads.policies import load_streaming_policy
     from workloads.silver.lateness import load_lateness_policy
 
     catalog = load_engines(args.engines)  # a bad file or pin: exit 2, before Spark
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             pinned=pinned,
         )
         return Outcome(data=silver, lines=render_silver(silver))
+    streaming = load_streaming_policy(args.policies)  # a bad file: exit 2, before Spark
     ctx.progress("building Gold from pinned Silver")
     gold = run_gold(
         ctx.registry,
@@ -75,6 +77,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         gate=gate,
         engines_path=args.engines,
         pinned=pinned,
+        streaming=streaming,
     )
     return Outcome(data=gold, lines=render_gold(gold))
 

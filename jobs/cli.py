@@ -30,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "protect": "jobs.protect",
     "maintain": "jobs.maintain",
     "progress": "jobs.source_progress",
+    "stream": "jobs.stream",
+    "divergence": "jobs.divergence",
     "verify": "jobs.verify",
     "erase": "jobs.erase",
     "hold": "jobs.hold",

@@ -63,6 +63,8 @@ HIGH_IMPACT_SHOWN = 5
 
 def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
     """Where the demo wrote, every table, what the medallion holds, then the restatement."""
+    from jobs.render import render_divergence, render_stream
+
     medallion = report.chapters.medallion
     exceptions = medallion.exceptions_awaiting_approval
     lines: list[Block] = [
@@ -84,6 +86,14 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
             ["correlation_type", "entity_a", "entity_b", "confidence", "engine"],
         ),
     ]
+    if medallion.stream is not None:
+        lines += [
+            "",
+            "the stream (provisional view), before the batch builds:",
+            *render_stream(medallion.stream),
+        ]
+    if medallion.divergence is not None:
+        lines += ["", "batch reconciled the provisional rows:", *render_divergence(medallion.divergence)]
     restated = report.chapters.restatement
     if restated is not None:
         lines += _restatement(restated)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from workloads.replay.outbox import Acknowledgement
     from workloads.replay.scope import ReplayScope
     from workloads.silver.build import SilverReport
+    from workloads.streaming import DivergenceView, StreamReport
 
 AFFECTED_SHOWN: Final = 10
 """Affected entity ids a dry run lists before ``(+N more)``."""
@@ -110,7 +111,73 @@ def render_gold(report: GoldReport) -> list[str]:
         )
     if report.entity_index is not None:
         lines.append(render_index_refresh(report.entity_index))
+    if report.provisional is not None:
+        p = report.provisional
+        counts = ", ".join(f"{outcome} {n}" for outcome, n in p.outcomes.items())
+        lines.append(f"provisional rows reconciled against batch: {counts}")
+        lines += [f"FLAGGED: {scope}: streaming precision below its threshold" for scope in p.flagged]
     return lines
+
+
+def render_stream(report: StreamReport) -> list[Block]:
+    """``lakehouse stream``: per micro-batch, rows read, quarantined and provisional."""
+    head = (
+        f"stream {report.query} (run {report.run_id}, {report.engine}): {len(report.batches)} batch(es), "
+        f"{report.rows_read} Bronze rows, {report.quarantined} quarantined, {report.provisional} provisional"
+    )
+    out: list[Block] = [head]
+    if report.skipped:
+        out.append(f"skipped (committed before): batch {', '.join(str(b) for b in report.skipped)}")
+    if report.batches:
+        rows = [
+            {
+                "batch": b.batch_id,
+                "rows": b.rows_read,
+                "quarantined": b.quarantined,
+                "provisional": b.provisional,
+                "restated": b.superseded,
+                "window": "-"
+                if b.window_start is None or b.window_end is None
+                else f"{b.window_start.date().isoformat()}..{b.window_end.date().isoformat()}",
+            }
+            for b in report.batches
+        ]
+        out.append(TableView(rows, list(rows[0])))
+    return out
+
+
+def render_divergence(view: DivergenceView) -> list[Block]:
+    """``lakehouse divergence``: streaming precision and recall against batch, per scope and release."""
+    if view.run_id is None:
+        return ["no reconciliation yet: run lakehouse stream, then lakehouse build gold"]
+
+    def ratio(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    rows = [
+        {
+            "scope": s.scope,
+            "release": s.release,
+            "precision": ratio(s.precision),
+            "recall": ratio(s.recall),
+            "threshold": f"{s.threshold:.2f}",
+            "agree": s.agree,
+            "batch stronger": s.batch_stronger,
+            "false positive": s.false_positive,
+            "missed": s.missed,
+        }
+        for s in view.scopes
+    ]
+    when = view.recorded_at.isoformat() if view.recorded_at else "-"
+    out: list[Block] = [f"streaming against batch, reconciled by {view.run_id} at {when}"]
+    if rows:
+        out.append(TableView(rows, list(rows[0])))
+    out += [
+        f"FLAGGED: {s.scope} ({s.release}): precision {ratio(s.precision)} < {s.threshold:.2f}"
+        for s in view.scopes
+        if s.flagged
+    ]
+    return out
 
 
 def render_index_refresh(refresh: IndexRefresh) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def materialize(df: DataFrame) -> DataFrame:
@@ -17,3 +17,18 @@ def materialize(df: DataFrame) -> DataFrame:
     ("computeStats called before pushdown") and would re-read a newer version anyway.
     """
     return df.localCheckpoint(eager=True)
+
+
+def in_session(df: DataFrame, spark: SparkSession) -> DataFrame:
+    """``df``'s rows as a DataFrame of ``spark``, without leaving the JVM.
+
+    A streaming query hands ``foreachBatch`` its micro-batch in a session of its own; the
+    table interface registers temporary views and commit metadata in the session it was
+    opened with, so a micro-batch is moved there before it is written anywhere.
+    """
+    from pyspark.sql import DataFrame as SparkFrame
+
+    if df.sparkSession is spark:
+        return df
+    jdf = spark._jsparkSession.createDataFrame(df._jdf.rdd(), df._jdf.schema())
+    return SparkFrame(jdf, spark)

@@ -343,3 +343,19 @@ def test_the_ledger_verifies_and_asof_routes_agree_with_both_readers(demo: Demo)
         answers[(at, reader)] = [{k: v for k, v in r.items() if k != "since"} for r in answer["rows"]]
     for at in {at for at, _ in answers}:
         assert answers[(at, "spark")] == answers[(at, "pyiceberg")], at
+
+
+def test_the_demo_streams_the_deliveries_then_the_batch_reconciles_them(demo: Demo) -> None:
+    """The streaming chapter: provisional rows before the batch builds, the Gold build's four
+    outcomes, and the divergence figures of that build per scope."""
+    medallion = demo.report["chapters"]["medallion"]
+    stream = medallion["stream"]
+    assert stream["batches"], "a first run streams every delivery"
+    assert sum(b["provisional"] for b in stream["batches"]) > 0
+    outcomes = medallion["gold"]["provisional"]["outcomes"]
+    streamed = outcomes["agree"] + outcomes["batch_stronger"] + outcomes["false_positive"]
+    assert streamed == sum(b["provisional"] for b in stream["batches"])
+    figures = medallion["divergence"]
+    assert figures["run_id"] == medallion["gold"]["run_id"]
+    assert {s["scope"] for s in figures["scopes"]} <= {"shared_card", "shared_device"}
+    assert all(s["recall"] is not None for s in figures["scopes"])

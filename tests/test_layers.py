@@ -20,7 +20,7 @@ WORKLOAD_ORDER = [
     {"bronze"},
     {"silver"},
     {"gold"},
-    {"replay", "asof", "operations"},
+    {"replay", "asof", "operations", "streaming"},
     {"ml"},
     {"compliance"},
     {"maintenance"},

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -26,8 +26,10 @@ from workloads.bronze.ingest import IngestReport, bronze_table_of, ingest_feed
 from workloads.engines import correlation, entity_resolution
 from workloads.gold import baselines as w1
 from workloads.gold.build import GoldReport, build_gold
-from workloads.gold.correlations import Producer
+from workloads.gold.correlations import Producer, row_engine_label
 from workloads.gold.entity_index import refresh_entity_index
+from workloads.policies import StreamingPolicy
+from workloads.replay.provisional import record_reconciliation
 from workloads.runs import (
     DEFAULT_ENGINES,
     in_force_engines,
@@ -48,6 +50,8 @@ from workloads.silver.exceptions import (
     utc_date,
 )
 from workloads.silver.lateness import LatenessRule
+from workloads.streaming import StreamFailPoint, StreamReport
+from workloads.streaming import run_stream as stream_bronze
 from workloads.vocabulary import BRONZE_TABLES, ExceptionStatus, TableName
 
 log = logging.getLogger(__name__)
@@ -256,11 +260,16 @@ def run_gold(
     gate: Gate | None = None,
     engines_path: Path = DEFAULT_ENGINES,
     pinned: Mapping[str, int] | None = None,
+    streaming: StreamingPolicy | None = None,
 ) -> GoldReport:
     """Build Gold (features, W1 baselines, correlations) as a recorded run, with the engines
     in force at the build's processing date (``entity_daily``, ``baselines``, ``correlation``;
     versions and reasons recorded in ``run_started``). Each engine's code is verified
     against its declared fingerprint first: changed code without a new version is refused.
+
+    With ``streaming``, the stream's provisional rows are reconciled against the build's
+    correlations and the outcomes recorded (:mod:`workloads.replay.provisional`): ledger
+    entries, outbox messages for streaming false positives, counts in ``run_finished``.
     """
     started = clock.now()
     silver_schema = {TableName.SILVER_EVENTS.value: schema_version(registry, TableName.SILVER_EVENTS)}
@@ -290,7 +299,13 @@ def run_gold(
         parameters={"full": full, **in_force.parameters()},
     ) as run:
         report = build_gold(
-            registry, run_id=run_id, recorded_at=started, full=full, gate=gate, producer=producer
+            registry,
+            run_id=run_id,
+            recorded_at=started,
+            full=full,
+            gate=gate,
+            producer=producer,
+            streaming=streaming,
         )
         run.outputs.update(_written(report.outputs))
         run.counts.update(
@@ -304,8 +319,95 @@ def run_gold(
             run.counts["correlations_inserted"] = report.correlations.inserted
             run.counts["correlations_superseded"] = report.correlations.superseded
             run.counts["correlations_retracted"] = report.correlations.retracted
+        if report.provisional is not None and streaming is not None:
+            for outcome, count in report.provisional.outcomes.items():
+                run.counts[f"stream_{outcome}"] = count
+            run.counts["stream_notifications"] = record_reconciliation(
+                registry, ledger, report.provisional, streaming
+            )
     log.info("recorded gold run %s: outputs %s", run_id, describe_versions(run.outputs))
     return replace(report, entity_index=refresh_entity_index(registry, ledger, clock))
+
+
+def run_stream_provisional(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    *,
+    home: Path,
+    lateness: Mapping[str, LatenessRule],
+    streaming: StreamingPolicy,
+    available_now: bool = True,
+    max_files_per_batch: int | None = None,
+    fail_at: StreamFailPoint | None = None,
+    engines_path: Path = DEFAULT_ENGINES,
+    pinned: Mapping[str, int] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> StreamReport:
+    """The streaming provisional path as a recorded run (purpose ``stream``): the entity
+    resolution and correlation versions in force at the run's processing date, exactly as a
+    Silver and a Gold build would choose them (recorded in ``run_started``), applied per
+    micro-batch by :func:`workloads.streaming.run_stream` over a bounded evidence window.
+    ``pinned`` is an operator's choice instead of the rule, as for the builds."""
+    started = clock.now()
+    in_force = in_force_engines(
+        ledger,
+        [entity_resolution.NAME, correlation.NAME],
+        processing_date(started),
+        engines_path,
+        input_schemas={
+            entity_resolution.NAME: resolver_input_schemas(registry),
+            correlation.NAME: {
+                TableName.SILVER_EVENTS.value: schema_version(registry, TableName.SILVER_EVENTS)
+            },
+        },
+        pinned=pinned,
+    )
+    resolver = in_force.spec(entity_resolution.NAME)
+    producer = _producer(in_force.spec(correlation.NAME))
+    label = row_engine_label(producer.ref, [entity_resolution.engine_label(str(resolver.version))])
+    run_id = new_run_id("stream", started)
+    with recorded_run(
+        ledger,
+        run_id=run_id,
+        command="stream --available-now" if available_now else "stream",
+        purpose="stream",
+        inputs=pin(registry, BRONZE_TABLES),
+        engines=in_force.identities,
+        parameters={
+            "window_days": streaming.window_days,
+            "max_files_per_batch": max_files_per_batch,
+            "fail_at": fail_at.value if fail_at else None,
+            **in_force.parameters(),
+        },
+    ) as run:
+        report = stream_bronze(
+            registry,
+            home=home,
+            resolve=entity_resolution.resolver_for(str(resolver.version)),
+            producer=producer,
+            engine_label=label,
+            lateness=lateness,
+            window_days=streaming.window_days,
+            run_id=run_id,
+            clock=clock,
+            available_now=available_now,
+            max_files_per_batch=max_files_per_batch,
+            fail_at=fail_at,
+            progress=progress,
+        )
+        run.outputs.update(_written(report.outputs))
+        run.counts.update(
+            {
+                "batches": len(report.batches),
+                "batches_skipped": len(report.skipped),
+                "rows_read": report.rows_read,
+                "quarantined": report.quarantined,
+                "provisional": report.provisional,
+            }
+        )
+    log.info("recorded stream run %s: %d batch(es)", run_id, len(report.batches))
+    return report
 
 
 ENTITY_DAILY: Final = "entity_daily"

@@ -114,3 +114,25 @@ def load_maintenance_policies(path: Path = DEFAULT_POLICY_PATH) -> tuple[Retenti
         load_section(path, "retention", RetentionPolicy, "retention.silver_days"),
         load_section(path, "maintenance", MaintenancePolicy, "maintenance.owner"),
     )
+
+
+class StreamingPolicy(StrictModel):
+    """The ``streaming:`` section: the stream's evidence window and how its divergence is judged."""
+
+    window_days: int = Field(ge=1)
+    """Each micro-batch is correlated over this many days of event time up to its newest event
+    (the batch's events and what Silver holds of the window): the bounded, partial evidence."""
+    precision_threshold: float = Field(ge=0, le=1)
+    """A scope whose streaming precision against batch falls below this is flagged."""
+    scope_thresholds: dict[str, float] = Field(default_factory=dict)
+    """Per-scope thresholds (``correlation_type`` -> precision) that replace the default."""
+    consumers: tuple[str, ...] = ()
+    """Told through ``ops.outbox`` when a reconciliation retracts streaming false positives."""
+
+    def threshold(self, scope: str) -> float:
+        return self.scope_thresholds.get(scope, self.precision_threshold)
+
+
+def load_streaming_policy(path: Path = DEFAULT_POLICY_PATH) -> StreamingPolicy:
+    """Read the ``streaming:`` section of a policies YAML file (one-line errors name the key)."""
+    return load_section(path, "streaming", StreamingPolicy, "streaming.window_days")

@@ -123,6 +123,23 @@ CURRENT_STATUSES: Final[tuple[CorrelationStatus, ...]] = (
 """Statuses of the row version that serves (at most one per ``correlation_id``)."""
 
 
+class StreamOutcome(StrEnum):
+    """How the batch build judged one streaming (provisional) correlation (seed 004, 12.4).
+
+    The pair (type, entity_a, entity_b) is what is compared: the stream saw a bounded window
+    of partial evidence, so its ``valid_from`` (and so its id) may differ from the batch's."""
+
+    AGREE = "agree"
+    """Batch finds the pair with the same confidence: the provisional row is promoted."""
+    BATCH_STRONGER = "batch_stronger"
+    """Batch finds the pair on its complete evidence with another confidence: it supersedes."""
+    FALSE_POSITIVE = "false_positive"
+    """Batch does not find the pair: the provisional row is retracted and consumers told."""
+    MISSED = "missed"
+    """Batch finds a pair in the window the stream covered that the stream did not: the
+    batch row is inserted into the provisional view and the recall gap logged."""
+
+
 class Verdict(StrEnum):
     """What a replay's reconciliation decides (seed 000)."""
 
@@ -179,6 +196,7 @@ class TableName(StrEnum):
     BASELINES = "gold.baselines"
     CORRELATIONS = "gold.correlations"
     CORRELATIONS_BY_ENTITY = "gold.correlations_by_entity"
+    PROVISIONAL_CORRELATIONS = "gold.provisional_correlations"
     TRAINING_SETS = "gold.training_sets"
     CALIBRATION_REPORTS = "gold.calibration_reports"
     MANIFESTS = "ops.manifests"
@@ -186,6 +204,8 @@ class TableName(StrEnum):
     EXCEPTIONS = "ops.exceptions"
     OUTBOX = "ops.outbox"
     ACKS = "ops.acks"
+    STREAM_BATCHES = "ops.stream_batches"
+    STREAM_DIVERGENCE = "ops.stream_divergence"
 
 
 BRONZE_TABLES: Final[tuple[TableName, ...]] = tuple(feed.bronze_table for feed in FEEDS)

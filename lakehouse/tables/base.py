@@ -473,6 +473,15 @@ class Table(ABC):
         """The table's content now, or as it was at a version or timestamp."""
 
     @abstractmethod
+    def read_stream(self, *, max_files_per_batch: int | None = None) -> DataFrame:
+        """A streaming read (Spark Structured Streaming) of the rows the table's commits append,
+        from its first version on; commits that only delete or rewrite rows (an erasure,
+        a compaction) are skipped, not replayed. ``max_files_per_batch`` caps the data files
+        one micro-batch takes (None: the format's default). Where a query resumes is its
+        checkpoint's business, not the table's.
+        """
+
+    @abstractmethod
     def history(self) -> list[Commit]:
         """Every state the table's serving view has had, oldest first."""
 

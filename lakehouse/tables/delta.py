@@ -237,6 +237,15 @@ class DeltaLakeTable(Table):
         version = self.resolve_version(as_of)
         return self.spark.read.format("delta").option("versionAsOf", version).load(self.location)
 
+    def read_stream(self, *, max_files_per_batch: int | None = None) -> DataFrame:
+        """Delta's streaming source; ``skipChangeCommits`` passes over commits that remove
+        or rewrite files (DELETE, MERGE, OPTIMIZE) instead of failing the query on them."""
+        self._require()
+        reader = self.spark.readStream.format("delta").option("skipChangeCommits", "true")
+        if max_files_per_batch is not None:
+            reader = reader.option("maxFilesPerTrigger", str(max_files_per_batch))
+        return reader.load(self.location)
+
     def history(self) -> list[Commit]:
         self._require()
         return _history(self.spark, self.location)

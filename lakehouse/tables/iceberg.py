@@ -185,6 +185,19 @@ class IcebergTable(Table):
         version = self.resolve_version(as_of)
         return self.spark.sql(f"SELECT * FROM {self.sql_name} VERSION AS OF {version}")
 
+    def read_stream(self, *, max_files_per_batch: int | None = None) -> DataFrame:
+        """Iceberg's streaming source over the main branch's append snapshots; delete and
+        overwrite snapshots (an erasure, a compaction) are skipped instead of failing it."""
+        self._require()
+        reader = (
+            self.spark.readStream.format("iceberg")
+            .option("streaming-skip-delete-snapshots", "true")
+            .option("streaming-skip-overwrite-snapshots", "true")
+        )
+        if max_files_per_batch is not None:
+            reader = reader.option("streaming-max-files-per-micro-batch", str(max_files_per_batch))
+        return reader.load(self.sql_name)
+
     def history(self) -> list[Commit]:
         self._require()
         rows = self.spark.sql(

@@ -72,6 +72,8 @@ class History:
     """Lines of the redelivery after the erasure: all of them, and those naming the subject."""
     delivered: dict[str, bytes]
     """The files of the extract made before the erasure, read before the erasure deleted them."""
+    streamed: dict[str, dict[str, Any]]
+    """The streaming tables after the crashed stream, after its resumption, after the Gold build."""
 
     def __getitem__(self, name: str) -> Step:
         return self.steps[name]
@@ -139,7 +141,12 @@ def subject_identifiers(
     gold = correlations.where(
         F.col("entity_a").isin(entities or ["-"]) | F.col("entity_b").isin(entities or ["-"])
     )
+    provisional = registry.get("gold.provisional_correlations").read()
+    streamed = provisional.where(
+        F.col("entity_a").isin(entities or ["-"]) | F.col("entity_b").isin(entities or ["-"])
+    )
     return {
+        "provisional_rows": [str(streamed.count())],
         "emails": [email.strip().lower()],
         "orders": orders,
         "entities": entities,
@@ -168,6 +175,15 @@ def history(
         run(f"ingest-{feed}", "ingest", "--feed", feed, "--source", str(deliveries))
     run("ingest-orders-again", "ingest", "--feed", "orders", "--source", str(deliveries))
     run("ingest-unknown-feed", "ingest", "--feed", "nope", "--source", str(deliveries))
+    # the streaming provisional path over the deliveries, before any batch build: a crash after
+    # the first micro-batch's write, the rerun that resumes it, and a run with nothing new
+    run("stream-unknown-fail-point", "stream", "--available-now", "--fail-at", "nope")
+    er_v1 = ("--engine", "entity_resolution@1")  # as the Silver build below
+    run("stream-crash", "stream", "--available-now", *er_v1, "--fail-at", "after_sink_write")
+    after_crash = stream_tables(spark_session, config)
+    run("stream", "stream", "--available-now", *er_v1)
+    resumed = stream_tables(spark_session, config)
+    run("stream-caught-up", "stream", "--available-now", *er_v1)
     # the history was decided by ER v1 (what the shipped er-v3 plan restates): a fresh
     # lakehouse would otherwise start under the latest effective resolver
     run("build-silver-unknown-pin", "build", "silver", "--engine", "entity_resolution@9")
@@ -176,6 +192,9 @@ def history(
     if silver.code == 0:
         run("ledger-show-silver", "ledger", "show", "--run", silver.data["run_id"])
     run("build-gold", "build", "gold")
+    reconciled = stream_tables(spark_session, config)
+    run("divergence", "divergence", json_out=False)
+    run("divergence-json", "divergence")
     run("lineage-gold", "ledger", "lineage", "gold.correlations")
     run("lineage-unknown-version", "ledger", "lineage", "gold.correlations", "--version", "999999")
     engines = folder / "engines.yaml"
@@ -307,8 +326,27 @@ def history(
     TableRegistry(spark_session, config).get("ops.ledger").delete_where("seq = 3")
     run("ledger-verify-tampered", "ledger", "verify")
 
-    yield History(run.steps, config, env, subject, subject_after, resent_lines, delivered)
+    streamed = {"after_crash": after_crash, "resumed": resumed, "reconciled": reconciled}
+    yield History(run.steps, config, env, subject, subject_after, resent_lines, delivered, streamed)
     drop_all(TableRegistry(spark_session, config))
+
+
+def stream_tables(spark: Any, config: LakehouseConfig) -> dict[str, Any]:
+    """The provisional view by row key and status, and the committed stream batches."""
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(spark, config)
+    view = registry.get("gold.provisional_correlations")
+    rows = view.read().collect() if view.exists() else []
+    batches = registry.get("ops.stream_batches")
+    quarantine = registry.get("ops.quarantine")
+    return {
+        "keys": sorted((r["correlation_id"], r["run_id"]) for r in rows),
+        "status": sorted((r["status"], r["outcome"] or "-") for r in rows),
+        "rows": [r.asDict() for r in rows],
+        "batches": sorted(r["batch_id"] for r in batches.read().collect()) if batches.exists() else [],
+        "quarantine": quarantine.read().count() if quarantine.exists() else 0,
+    }
 
 
 def redeliver_orders(
@@ -342,6 +380,8 @@ def test_every_command_of_the_cli_history_exits_0(history: History) -> None:
         "generate",
         *(f"ingest-{feed}" for feed in FEEDS),
         "ingest-orders-again",
+        "stream",
+        "stream-caught-up",
         "build-silver",
         "build-gold",
         "lineage-gold",
@@ -402,9 +442,10 @@ def test_generate_ingest_and_builds_report_what_they_wrote(history: History) -> 
     (started,) = [e for e in history["ledger-show-silver"].data["entries"] if e["kind"] == "run_started"]
     resolver = started["body"]["parameters"]["engines_in_force"]["entity_resolution"]
     assert resolver["engine"] == "entity_resolution@1"
-    assert resolver["reason"].startswith(
-        "pinned by the operator; the rule alone would choose entity_resolution@3"
-    )
+    # the stream ran first under the same pin, so the history was already decided by ER v1: the
+    # rule itself keeps v1 until a replay publishes the later version
+    assert "not in force yet: entity_resolution@3" in resolver["reason"]
+    assert "restates history built by entity_resolution@1" in resolver["reason"]
     silver, gold = history["build-silver"].data, history["build-gold"].data
     assert silver["run_id"].startswith("silver-")
     assert gold["run_id"].startswith("gold-")
@@ -522,6 +563,10 @@ def test_a_subject_is_located_erased_and_verified_through_the_cli(history: Histo
     assert certificate["verification"]["files_scanned"] > 0
     assert certificate["tables"]["silver.events"]["rows"] == int(subject["silver_rows"][0])
     assert certificate["tables"]["silver.events"]["versions_purged"]
+    assert int(subject["provisional_rows"][0]) > 0, "the subject was in the provisional view"
+    assert certificate["tables"]["gold.provisional_correlations"]["rows"] == int(
+        subject["provisional_rows"][0]
+    )
     assert certificate["request_id"] == "REQ-1"
     assert history["erase-verify"].data["hits"] == []
     unknown = history["erase-unknown-subject"].data
@@ -564,6 +609,7 @@ def test_after_the_erasure_no_table_ledger_or_work_file_names_the_subject(histor
     after = history.subject_after
     assert after["silver_rows"] == ["0"]
     assert after["gold_rows"] == ["0"]
+    assert after["provisional_rows"] == ["0"], "the provisional view is redacted like the store"
     expected = int(history.subject["silver_total"][0]) - int(history.subject["silver_rows"][0])
     assert int(after["silver_total"][0]) == expected, "every other subject's rows stay"
     identifiers = {*history.subject["emails"], *history.subject["orders"], *history.subject["entities"]}
@@ -755,3 +801,76 @@ def test_every_recorded_run_sent_valid_openlineage_events_that_name_its_ledger_e
     shown = [e for e in history["ledger-show"].data["entries"] if e["kind"] == "run_started"]
     assert shown
     assert all(e["openlineage_run_id"] in runs for e in shown)
+
+
+def test_the_stream_resumes_a_crashed_batch_from_its_checkpoint_and_lands_it_exactly_once(
+    history: History,
+) -> None:
+    """A crash after the first micro-batch's write (exit 6): the rerun resumes batch 0 from the
+    checkpoint and lands the same rows under the same keys, once; then nothing is left to do."""
+    assert codes(history, "stream-unknown-fail-point", "stream-crash") == {
+        "stream-unknown-fail-point": 2,
+        "stream-crash": 6,
+    }
+    assert "unknown fail point 'nope'" in history["stream-unknown-fail-point"].stderr
+    crashed, resumed = history.streamed["after_crash"], history.streamed["resumed"]
+    assert crashed["keys"], "the crashed batch had written its provisional rows"
+    assert crashed["batches"] == [], "... but not its commit record"
+    report = history["stream"].data
+    assert [b["batch_id"] for b in report["batches"]] == [0], "the same batch, resumed"
+    assert resumed["batches"] == [0]
+    assert resumed["keys"] == crashed["keys"], "the same keys again: no duplicate"
+    assert len(set(resumed["keys"])) == len(resumed["keys"])
+    assert {s for s, _ in resumed["status"]} == {"provisional"}
+    assert report["batches"][0]["provisional"] == len(resumed["keys"])
+    assert history["stream-caught-up"].data["batches"] == []
+    engines = {r["engine"] for r in resumed["rows"]}
+    assert engines == {report["engine"]}, "decided by the engines in force"
+
+
+def test_a_malformed_delivery_reaching_the_stream_is_quarantined_as_in_batch(history: History) -> None:
+    """The generator plants malformed lines: the stream quarantines each once (merged by its
+    Bronze coordinates, also when the crashed batch is applied again), and the batch Silver
+    build finds exactly the same ones."""
+    streamed = history["stream"].data["batches"][0]["quarantined"]
+    assert streamed > 0
+    assert history.streamed["resumed"]["quarantine"] == streamed
+    silver = history["build-silver"].data
+    assert sum(sum(r.values()) for r in silver["quarantine_reasons"].values()) == streamed
+
+
+def test_the_gold_build_reconciles_the_provisional_rows_into_the_four_outcomes(history: History) -> None:
+    """Every provisional row is superseded (agree, batch stronger) or retracted (false positive),
+    never deleted; the pairs the stream missed are inserted; the figures are in divergence."""
+    resumed = history.streamed["resumed"]
+    view = history.streamed["reconciled"]
+    outcomes = history["build-gold"].data["provisional"]["outcomes"]
+    assert set(outcomes) == {"agree", "batch_stronger", "false_positive", "missed"}
+    streaming = outcomes["agree"] + outcomes["batch_stronger"] + outcomes["false_positive"]
+    assert streaming == len(resumed["keys"]), "every provisional row has an outcome"
+    assert set(resumed["keys"]) <= set(view["keys"]), "streaming rows are kept, never deleted"
+    by_key = {(r["correlation_id"], r["run_id"]): r for r in view["rows"]}
+    for key in resumed["keys"]:
+        row = by_key[key]
+        expected = "retracted" if row["outcome"] == "false_positive" else "superseded"
+        assert row["status"] == expected, row
+        assert row["supersede_reason"], row
+    assert not [r for r in view["rows"] if r["status"] == "provisional"]
+    promoted = [r for r in view["rows"] if r["status"] == "authoritative"]
+    assert len(promoted) == outcomes["agree"] + outcomes["batch_stronger"] + outcomes["missed"]
+    assert all(r["run_id"] == history["build-gold"].data["run_id"] for r in promoted)
+
+    figures = history["divergence-json"].data
+    assert figures["run_id"] == history["build-gold"].data["run_id"]
+    totals = {k: sum(s[k] for s in figures["scopes"]) for k in outcomes}
+    assert totals == outcomes
+    for scope in figures["scopes"]:
+        found = scope["agree"] + scope["batch_stronger"]
+        if found + scope["false_positive"]:
+            assert scope["precision"] == round(found / (found + scope["false_positive"]), 6)
+        assert scope["flagged"] == (
+            scope["precision"] is not None and scope["precision"] < scope["threshold"]
+        )
+    flagged = any(s["flagged"] for s in figures["scopes"])
+    assert history["divergence"].code == (4 if flagged else 0)
+    assert "streaming against batch" in history["divergence"].data

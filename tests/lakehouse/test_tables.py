@@ -440,3 +440,36 @@ def test_a_redacting_erasure_keeps_the_rows_and_replaces_only_the_subjects_value
 
     assert rows(table) == [(1, "a", "redacted:C-2"), (2, "a", "bob@example.org")]
     assert table.history()[-1].metadata["lakehouse.erasure-reason"] == "request 8"
+
+
+def test_a_streaming_read_takes_each_append_once_across_restarts_and_skips_an_erasure(
+    make_table: Any, spark_session: Any, tmp_path: Any
+) -> None:
+    """What ``lakehouse stream`` relies on: an available-now query over a Bronze table takes the
+    rows appended since its checkpoint, one file per micro-batch when capped, and a commit that
+    only deletes rows (an erasure) neither fails the query nor comes back as rows."""
+    bronze = make_table(SCHEMA, zone=Zone.BRONZE, partition_by=("part",))
+    bronze.append(frame(spark_session, [(1, "a", 10)]))
+    bronze.append(frame(spark_session, [(2, "b", 20)]))
+    seen: list[tuple[int, list[tuple[Any, ...]]]] = []
+
+    def collect(df: Any, batch: int) -> None:
+        seen.append((batch, sorted(tuple(r) for r in df.collect())))
+
+    def drain() -> None:
+        query = (
+            bronze.read_stream(max_files_per_batch=1)
+            .writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+
+    drain()
+    assert [rows for _, rows in seen] == [[(1, "a", 10)], [(2, "b", 20)]]
+    bronze.erase("id = 1", run_id="erase-1", reason="subject erasure request 7")
+    bronze.append(frame(spark_session, [(3, "a", 30)]))
+    drain()
+    assert [batch for batch, _ in seen] == [0, 1, 2]
+    assert seen[-1][1] == [(3, "a", 30)]

@@ -59,6 +59,7 @@ RULES: Final[Mapping[str, str]] = {
     TableName.BASELINES: _OWN_ENTITY,
     TableName.CORRELATIONS: _EITHER_SIDE,
     TableName.CORRELATIONS_BY_ENTITY: f"{_OWN_ENTITY} OR {_EITHER_SIDE}",
+    TableName.PROVISIONAL_CORRELATIONS: _EITHER_SIDE,
     TableName.QUARANTINE: f"arrays_overlap({_tokens_of('_raw')}, s.tokens)",
     TableName.EXCEPTIONS: f"arrays_overlap({_tokens_of('record')}, s.tokens)",
     TableName.OUTBOX: f"arrays_overlap({_tokens_of('payload')}, s.tokens)",
@@ -88,11 +89,13 @@ _CORRELATION_SIDES: Final = {
 REDACTIONS: Final[Mapping[str, Mapping[str, str]]] = {
     TableName.CORRELATIONS: _CORRELATION_SIDES,
     TableName.CORRELATIONS_BY_ENTITY: {"entity_id": _replaced("entity_id"), **_CORRELATION_SIDES},
+    TableName.PROVISIONAL_CORRELATIONS: _CORRELATION_SIDES,
 }
 """Tables whose matching rows are redacted instead of deleted: column -> its new value (SQL over
 ``t`` and ``s``). A Gold correlation is a fact about two entities; erasing one of them keeps the
 fact for the other (and for counts over time) with the subject's side and the evidence replaced
-by ``redacted:<certificate>`` (:func:`workloads.vocabulary.redacted_as`). The correlation id
+by ``redacted:<certificate>`` (:func:`workloads.vocabulary.redacted_as`); the provisional
+view (``gold.provisional_correlations``) is redacted alike. The correlation id
 (and a successor's, ``superseded_by``) is a digest of the two entity ids anyone who knows the
 subject's address could recompute, so it is re-keyed with a secret drawn for the erasure and
 never stored (``s.secret``): the same mapping in the store and its index, so supersession

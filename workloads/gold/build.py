@@ -55,6 +55,7 @@ from workloads.gold.correlations import (
     write_correlations,
 )
 from workloads.gold.features import DAILY_COLUMNS, DAILY_KEY, daily_diff, daily_features, only_attributed
+from workloads.gold.provisional import ProvisionalReconciliation, reconcile_provisional
 from workloads.gold.tables import ENGINE_KEY, INPUTS_KEY, read_pinned, replace_months
 from workloads.vocabulary import TableName
 
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from lakehouse.quality import Gate
     from lakehouse.tables import TableRegistry
     from workloads.gold.entity_index import IndexRefresh
+    from workloads.policies import StreamingPolicy
 
 __all__ = ["ENTITY_DAILY_ENGINE", "GOLD_TABLES", "GoldReport", "build_gold"]
 
@@ -106,6 +108,9 @@ class GoldReport:
     correlations: CorrelationWrite | None = None
     entity_index: IndexRefresh | None = None
     """The rebuild of the correlation store's entity index that followed (run_gold)."""
+    provisional: ProvisionalReconciliation | None = None
+    """The reconciliation of the stream's provisional rows against this build's correlations
+    (None: no streaming policy given, or no provisional row to reconcile)."""
 
 
 @dataclass(frozen=True)
@@ -184,8 +189,14 @@ def build_gold(
     full: bool = False,
     gate: Gate | None = None,
     producer: Producer = V1_PRODUCER,
+    streaming: StreamingPolicy | None = None,
 ) -> GoldReport:
     """Build Gold from the current version of ``silver.events``; see the module docstring.
+
+    With ``streaming`` (the ``streaming:`` policy), the provisional rows ``lakehouse stream``
+    wrote are reconciled against the correlations just written, last
+    (:func:`workloads.gold.provisional.reconcile_provisional`: agree, batch stronger,
+    streaming false positive, streaming missed).
 
     ``recorded_at`` is when this run's knowledge counts as recorded (passed in, never
     read from the clock; naive means UTC). ``gate`` is called before every Gold write.
@@ -293,6 +304,13 @@ def build_gold(
         for name in (TableName.ENTITY_DAILY, TableName.BASELINES)
     }
     outputs[TableName.CORRELATIONS] = written.version
+    reconciled = (
+        reconcile_provisional(registry, run_id=run_id, recorded_at=moment, policy=streaming)
+        if streaming is not None
+        else None
+    )
+    if reconciled is not None:
+        outputs.update(reconciled.versions)
     log.info("gold build %s: output versions %s", run_id, describe_versions(outputs))
     return GoldReport(
         run_id=run_id,
@@ -309,4 +327,5 @@ def build_gold(
         baseline_rows_recomputed=plan.rows,
         months_rewritten=months_rewritten,
         correlations=written,
+        provisional=reconciled,
     )

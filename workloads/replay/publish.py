@@ -53,7 +53,13 @@ from ledger.entries import Publication, RunStarted, Supersession
 from ledger.identity import InputRead
 from workloads.gold.entity_index import SOURCE as INDEXED_TABLE
 from workloads.gold.entity_index import IndexRefresh, refresh_entity_index
-from workloads.policies import ProtectionPolicy, load_protection_policy
+from workloads.gold.provisional import ProvisionalReconciliation
+from workloads.policies import (
+    ProtectionPolicy,
+    StreamingPolicy,
+    load_protection_policy,
+    load_streaming_policy,
+)
 from workloads.replay import candidate as cand
 from workloads.replay import outbox
 from workloads.replay.faults import FailPoint, fail_point, maybe_fail
@@ -61,9 +67,10 @@ from workloads.replay.identity import candidate_name, run_candidates
 from workloads.replay.notify import notify
 from workloads.replay.plan import Purpose
 from workloads.replay.protection import history_days, keep_history, sync_protections
+from workloads.replay.provisional import reconcile_and_record
 from workloads.replay.state import PUBLISH_COMMAND, PublishIntent, RunState
 from workloads.replay.status import load_state, run_partitions, why_not
-from workloads.vocabulary import Verdict
+from workloads.vocabulary import TableName, Verdict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -94,6 +101,9 @@ class PublishResult:
     """How many of them this call wrote (0 on a rerun)."""
     entity_index: IndexRefresh | None = None
     """The rebuild of the table's entity index that followed, if it has one."""
+    provisional: ProvisionalReconciliation | None = None
+    """The stream's provisional rows reconciled against the published correlations (None:
+    another table, or no provisional row was waiting)."""
 
 
 def check_publishable(state: RunState) -> None:
@@ -146,6 +156,7 @@ def publish(
     clock: Clock,
     fail_at: FailPoint | str | None = None,
     policy: ProtectionPolicy | None = None,
+    streaming: StreamingPolicy | None = None,
 ) -> PublishResult:
     """Publish an approved correction atomically, then notify each consumer once (module docstring).
 
@@ -153,6 +164,9 @@ def publish(
     Iceberg, a warning on Delta: see :func:`~workloads.replay.protection.keep_history`); after
     the publication, the published version and the one its rollback returns
     to are protected from maintenance (``policy``: ``conf/policies.yaml`` when not given).
+    A publication of ``gold.correlations`` then reconciles the stream's waiting provisional
+    rows against what now serves (:mod:`workloads.replay.provisional`; ``streaming``: the
+    policy file's ``streaming:`` section when not given).
     """
     chosen = fail_point(fail_at)
     policy = policy or load_protection_policy()
@@ -184,6 +198,17 @@ def publish(
         )
     sync_protections(registry, clock, policy)  # the published version and the one a rollback returns to
     written, messages = notify(registry, state, live, ledger)
+    provisional = (
+        reconcile_and_record(
+            registry,
+            ledger,
+            run_id=run_id,
+            recorded_at=live.effective_at,
+            policy=streaming or load_streaming_policy(),
+        )
+        if state.table == TableName.CORRELATIONS
+        else None
+    )
     supersessions = tuple(
         {
             "status": e.new if e.new == cand.RETRACTED else cand.SUPERSEDED,
@@ -205,6 +230,7 @@ def publish(
         notifications=tuple(messages),
         notifications_written=written,
         entity_index=refresh_index(registry, state.table, ledger, clock),
+        provisional=provisional,
     )
 
 

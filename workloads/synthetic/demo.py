@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from workloads.replay.plan import CorrectionPlan
     from workloads.replay.scope import ReplayScope
     from workloads.silver.build import SilverReport
+    from workloads.streaming import DivergenceView, StreamReport
 
 Progress = Callable[[str], None]
 Gate = Callable[[str, Any], None]
@@ -78,6 +79,10 @@ class Medallion:
     """The first rows of ``ops.exceptions``."""
     top_correlations: tuple[Mapping[str, Any], ...]
     """The most confident rows of ``gold.correlations``."""
+    stream: StreamReport | None = None
+    """``lakehouse stream --available-now`` over the newest deliveries, before the batch builds."""
+    divergence: DivergenceView | None = None
+    """Streaming against batch once the Gold build reconciled the provisional rows."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +247,12 @@ def medallion(
     pinned: Mapping[str, int] | None = None,
     engines_path: Path = DEMO_ENGINES,
 ) -> Medallion:
-    """generate -> ingest every feed -> Silver -> Gold; returns what to show.
+    """generate -> ingest every feed -> stream -> Silver -> Gold; returns what to show.
+
+    The stream (``lakehouse stream --available-now``) takes the deliveries Bronze received since
+    its checkpoint (on a first run, all of them) into provisional correlations; the Gold build
+    then reconciles them against the batch's (agree, batch stronger, false positive, missed)
+    and the divergence per scope is read back (``lakehouse divergence``).
 
     ``pinned`` (engine name -> version): the entity resolver's pin goes to the Silver build,
     the others to the Gold build (``--engine`` on the CLI).
@@ -250,7 +260,9 @@ def medallion(
     from pyspark.sql import functions as F
 
     from workloads.engines.entity_resolution import NAME as RESOLVER
-    from workloads.pipeline import run_gold, run_ingest, run_silver
+    from workloads.pipeline import run_gold, run_ingest, run_silver, run_stream_provisional
+    from workloads.policies import load_streaming_policy
+    from workloads.streaming import read_divergence, stream_home
     from workloads.synthetic.generator import FEEDS, GeneratorSettings, generate, load_lateness_policy
 
     policy = load_lateness_policy()
@@ -265,15 +277,29 @@ def medallion(
     for feed in FEEDS:
         progress(f"ingesting {feed}")
         ingested[feed] = run_ingest(registry, ledger, clock, feed=feed, source=history)
-    progress("building Silver (canonicalise, quarantine, dedupe, lateness, entity resolution)")
     pins = dict(pinned or {})
     resolver = {name: v for name, v in pins.items() if name == RESOLVER}
+    streaming = load_streaming_policy()
+    progress("streaming the new deliveries into provisional correlations (stream --available-now)")
+    streamed = run_stream_provisional(
+        registry,
+        ledger,
+        clock,
+        home=stream_home(registry.config),
+        lateness=policy,
+        streaming=streaming,
+        engines_path=engines_path,
+        pinned=pins,
+    )
+    progress("building Silver (canonicalise, quarantine, dedupe, lateness, entity resolution)")
     silver = run_silver(
         registry, ledger, clock, policy=policy, gate=gate, pinned=resolver, engines_path=engines_path
     )
     progress("building Gold (daily features, W1 baselines, correlations)")
     producers = {name: v for name, v in pins.items() if name != RESOLVER}
-    gold = run_gold(registry, ledger, clock, gate=gate, pinned=producers, engines_path=engines_path)
+    gold = run_gold(
+        registry, ledger, clock, gate=gate, pinned=producers, engines_path=engines_path, streaming=streaming
+    )
 
     quarantine = registry.get("ops.quarantine").read()
     reasons = {
@@ -299,6 +325,8 @@ def medallion(
         quarantine_reasons=reasons,
         exceptions_awaiting_approval=tuple(exceptions),
         top_correlations=tuple(correlations),
+        stream=streamed,
+        divergence=read_divergence(registry),
     )
 
 
