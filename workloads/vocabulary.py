@@ -180,6 +180,7 @@ class TableName(StrEnum):
     CORRELATIONS = "gold.correlations"
     CORRELATIONS_BY_ENTITY = "gold.correlations_by_entity"
     TRAINING_SETS = "gold.training_sets"
+    FRAUD_SCORES = "gold.fraud_scores"
     CALIBRATION_REPORTS = "gold.calibration_reports"
     MANIFESTS = "ops.manifests"
     QUARANTINE = "ops.quarantine"
