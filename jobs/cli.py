@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "extract": "jobs.extract",
     "training-set": "jobs.training_set",
     "train": "jobs.train",
+    "score": "jobs.score",
     "calibrate": "jobs.calibrate",
     "calibration": "jobs.calibration",
     "reindex": "jobs.reindex",

@@ -161,9 +161,30 @@ def _machine_learning(learnt: demo.MachineLearning) -> list[Block]:
             lines.append(f"  reliability diagram {calibration.engine} {s.scope}: {s.figure}")
     for release, why in learnt.not_calibrated.items():
         lines.append(f"  {release} not calibrated: {why}")
+    if learnt.scoring is not None:
+        lines += _scoring(learnt.scoring)
     if learnt.recalibration is not None:
         lines += _recalibration(learnt.recalibration)
     lines.append(f"MLflow UI: {learnt.mlflow_ui}")
+    return lines
+
+
+def _scoring(scored: demo.Scored) -> list[Block]:
+    """The model as a scoring release, and the decisions scored (or rescored) under it."""
+    from jobs.render import render_model_measures
+
+    run = scored.run
+    verb = "declared" if scored.declared else "in force"
+    lines: list[Block] = [
+        f"scoring: {scored.engine} {verb} ({scored.model} v{scored.model_version} pinned); "
+        f"{run.scored} decisions scored, run {run.run_id}: {run.inserted} inserted, {run.rescored} "
+        f"rescored (earlier scores superseded), {run.unchanged} unchanged"
+    ]
+    if run.measures is not None:
+        measured = render_model_measures(run.measures, run.measures.better_than_references())
+        lines.append(f"  on the later decisions: {measured}")
+    if scored.waiting:
+        lines.append(f"  {scored.waiting}")
     return lines
 
 

@@ -109,6 +109,14 @@ def test_the_ml_chapter_trains_from_history_and_calibrates_each_release(demo: De
         assert "positive decision(s)" in learnt["model_refused"]
     else:
         assert learnt["model"]["training_set_id"] == built["training_set_id"]
+        scored = learnt["scoring"]
+        pinned = str(learnt["model"]["model_version"])
+        assert (scored["engine"], scored["model_version"], scored["declared"]) == (
+            "fraud_scoring@1",
+            pinned,
+            True,
+        )
+        assert scored["run"]["scored"] == scored["run"]["inserted"] == built["rows"]
     calibrated = {c["engine"]: c for c in learnt["calibrations"]}
     assert set(calibrated) == {"correlation@1", "correlation@2"}, learnt["not_calibrated"]
     for release in calibrated.values():
@@ -120,6 +128,9 @@ def test_the_ml_chapter_trains_from_history_and_calibrates_each_release(demo: De
     found = {t["table"] for t in erased["dry_run"]["tables"] if t["current_rows"]}
     assert "gold.training_sets" in found
     assert "gold.training_sets" in erased["certificate"]["tables"]
+    if learnt["model"] is not None:  # the subject's decisions were scored too
+        assert "gold.fraud_scores" in found
+        assert "gold.fraud_scores" in erased["certificate"]["tables"]
 
 
 def test_the_serving_release_is_recalibrated_when_a_calibrator_was_registered(demo: Demo) -> None:

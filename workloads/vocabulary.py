@@ -198,6 +198,7 @@ class TableName(StrEnum):
     CORRELATIONS_BY_ENTITY = "gold.correlations_by_entity"
     PROVISIONAL_CORRELATIONS = "gold.provisional_correlations"
     TRAINING_SETS = "gold.training_sets"
+    FRAUD_SCORES = "gold.fraud_scores"
     CALIBRATION_REPORTS = "gold.calibration_reports"
     MANIFESTS = "ops.manifests"
     QUARANTINE = "ops.quarantine"

@@ -64,6 +64,7 @@ RULES: Final[Mapping[str, str]] = {
     TableName.EXCEPTIONS: f"arrays_overlap({_tokens_of('record')}, s.tokens)",
     TableName.OUTBOX: f"arrays_overlap({_tokens_of('payload')}, s.tokens)",
     TableName.TRAINING_SETS: f"{_OWN_ENTITY} OR array_contains(s.orders, t.decision_id)",
+    TableName.FRAUD_SCORES: f"{_OWN_ENTITY} OR array_contains(s.orders, t.decision_id)",
 }
 """Which rows of a table are the subject's: a condition over ``t`` (the row) and ``s`` (the key
 row). Tables not listed hold nothing about a subject (manifests, acknowledgements) or must

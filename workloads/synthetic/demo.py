@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from workloads.compliance import Places
     from workloads.gold.build import GoldReport
     from workloads.ml.calibrate import Calibration, Recalibration
+    from workloads.ml.scoring import Scoring
+    from workloads.ml.tracking import Tracking
     from workloads.ml.training import TrainedModel
     from workloads.ml.training_set import TrainingSet
     from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
@@ -181,6 +183,22 @@ class MachineLearning:
     """Release -> why it was not calibrated (no decisions serving, say)."""
     mlflow_ui: str
     recalibration: Recalibrated | None = None
+    scoring: Scored | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The trained model as a scoring release (``train --declare``) and the decision points of the
+    training set scored under it (``score``). A later demo run retrains, declares the next
+    release and rescores: rows whose score moved are superseded "rescored under ...".
+    ``waiting`` says why no new release was declared (one was declared today already)."""
+
+    engine: str
+    model: str
+    model_version: str
+    declared: bool
+    run: Scoring
+    waiting: str | None = None
 
 
 @dataclass(frozen=True)
@@ -616,12 +634,56 @@ def machine_learning(
             )
         except UsageError as exc:
             skipped[spec.ref] = str(exc)
+    scored = None
+    if model is not None:
+        scored = scoring(
+            registry, ledger, clock, tracking, model, built.training_set_id, engines_path, progress
+        )
     recalibrated = recalibration(
         registry, ledger, clock, progress, calibrations, engines_path, workdir / "plans"
     )
     return MachineLearning(
-        built, model, refused, tuple(calibrations), skipped, tracking.ui_command(), recalibrated
+        built, model, refused, tuple(calibrations), skipped, tracking.ui_command(), recalibrated, scored
     )
+
+
+def scoring(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    tracking: Tracking,
+    model: TrainedModel,
+    training_set_id: str,
+    engines_path: Path,
+    progress: Progress,
+) -> Scored:
+    """Declare the model as the next ``fraud_scoring`` release (unless the latest already pins
+    it, or one was declared today) and score the training set under the latest release."""
+    from ledger.engines import load_engines
+    from workloads.ml.scoring import ENGINE, declare_scoring, score
+
+    pinned = {model.model_name: str(model.model_version)}
+    today = clock.now().date()
+    versions = load_engines(engines_path).versions(ENGINE)
+    latest = versions[-1] if versions else None
+    waiting: str | None = None
+    declared = False
+    if latest is None or (latest.model_versions != pinned and latest.effective_from < today):
+        progress(f"ML: declaring {model.model_name} v{model.model_version} as a {ENGINE} release")
+        entry = declare_scoring(
+            engines_path, tracking, model.model_version, effective_from=today, run_id=model.run_id
+        )
+        ledger.writer.append(entry)
+        declared = True
+    elif latest.model_versions != pinned:
+        waiting = (
+            f"{latest.ref} was declared today ({latest.effective_from}); a release pinning "
+            f"{model.model_name} v{model.model_version} can take effect from tomorrow"
+        )
+    spec = load_engines(engines_path).versions(ENGINE)[-1]
+    progress(f"ML: scoring the training set's decisions under {spec.ref}")
+    run = score(registry, ledger, clock, tracking, spec, training_set_id, progress=progress)
+    return Scored(spec.ref, run.model, run.model_version, declared, run, waiting)
 
 
 def recalibration(

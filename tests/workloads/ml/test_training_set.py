@@ -74,6 +74,8 @@ class History:
     ledger_rows_after_refusals: int
     before_recalibration: datetime
     engines: Path
+    before_rescoring: datetime
+    engines_untouched_by_refusals: bool
 
     def __getitem__(self, name: str) -> Step:
         return self.steps[name]
@@ -198,8 +200,29 @@ def history(
         run("recalibrate-approve", "approve", run_id, "--by", "risk-lead")
         run("recalibrate-ack", "ack", "fraud-ops", run_id, "--by", "ops")
         run("recalibrate-publish", "publish", run_id)
+
+    # a registered model as a scoring release: declare on model v1, score, retrain and rescore
+    scoring = ("--engines", str(engines))
+    declared_before = engines.read_bytes()
+    run("declare-unknown-model", "train", "--declare", "--model-version", "99", *scoring)
+    ran = run_cli(["train", "--declare", "--model-version", "1", *scoring, *unreachable[1:]], down)
+    steps["declare-tracking-unreachable"] = Step(ran.code, None, ran.stderr)
+    run("score-undeclared", "score", "--engine", "fraud_scoring@9", *scoring)
+    untouched = engines.read_bytes() == declared_before
+    first = ("--effective-from", "2026-01-01")
+    run("declare-scoring", "train", "--declare", "--model-version", "1", *scoring, *first)
+    run("declare-scoring-not-after", "train", "--declare", "--model-version", "2", *scoring, *first)
+    scored_set = ("--training-set", steps["set-now"].data["training_set_id"])
+    run("score-v1", "score", "--engine", "fraud_scoring@1", *scoring, *scored_set)
+    run("score-v1-again", "score", "--engine", "fraud_scoring@1", *scoring, *scored_set)
+    retrain = ("--training-set", steps["set-60d"].data["training_set_id"])
+    run("train-declare", "train", "--declare", *retrain, *scoring)
+    before_rescoring = datetime.now(UTC)
+    run("score-v2", "score", "--engine", "fraud_scoring@2", *scoring, *scored_set)
     run("tables", "tables")
-    yield History(steps, config, env, t0, before, after, before_recalibration, engines)
+    yield History(
+        steps, config, env, t0, before, after, before_recalibration, engines, before_rescoring, untouched
+    )
     drop_all(TableRegistry(spark_session, config))
 
 
@@ -225,6 +248,10 @@ def test_every_step_of_the_ml_history_exits_0(history: History) -> None:
         "calibrate-tracking-unreachable",
         "declare-from-calibrated",
         "declare-before-latest",
+        "declare-unknown-model",
+        "declare-tracking-unreachable",
+        "score-undeclared",
+        "declare-scoring-not-after",
     }
     unexpected = {name: failed[name] for name in set(failed) - refusals}
     assert not unexpected, unexpected
@@ -255,6 +282,13 @@ def test_every_step_of_the_ml_history_exits_0(history: History) -> None:
         (
             "declare-before-latest",
             "--declare: a new correlation release must take effect after correlation@2 (2026-11-25)",
+        ),
+        ("declare-unknown-model", "has no registered version 99"),
+        ("declare-tracking-unreachable", "MLflow tracking server http://127.0.0.1:9 is unreachable"),
+        ("score-undeclared", "engine 'fraud_scoring' is not declared in"),
+        (
+            "declare-scoring-not-after",
+            "--declare: a new fraud_scoring release must take effect after fraud_scoring@1 (2026-01-01)",
         ),
     ],
 )
@@ -789,6 +823,126 @@ def test_calibration_at_names_the_release_in_force_and_what_was_measured_before_
         code, _, err = calibration(*args)
         assert code == 2, (args, err)
         assert says in json.loads(err.strip().splitlines()[-1])["error"]
+
+
+SCORES = "gold.fraud_scores"
+
+
+def test_a_scoring_release_pins_a_registered_model_version(history: History) -> None:
+    from ledger.engines import load_engines
+
+    assert history.engines_untouched_by_refusals, "a refused declaration changed the engines file"
+    catalog = load_engines(history.engines)
+    first, second = catalog.versions("fraud_scoring")
+    model = history["train"].data["model_name"]
+    retrained = history["train-declare"].data
+    assert first.model_versions == {model: "1"}
+    assert second.model_versions == {model: str(retrained["trained"]["model_version"])}
+    assert retrained["model_version"] == str(retrained["trained"]["model_version"]) != "1"
+    assert first.identity().digest != second.identity().digest
+    assert second.produces == (SCORES,)
+    assert second.consumes == (TABLE,)
+    shipped = load_engines(REPO / "conf" / "engines.yaml")
+    assert "fraud_scoring" not in shipped.names(), "the shipped catalog is never edited"
+
+
+def test_same_training_set_and_release_give_the_same_scores(history: History) -> None:
+    once, again = history["score-v1"].data, history["score-v1-again"].data
+    rows = history["set-now"].data["rows"]
+    assert once["scored"] == once["inserted"] == rows > 0
+    assert again["content_hash"] == once["content_hash"]
+    assert (again["inserted"], again["rescored"], again["unchanged"]) == (0, 0, rows)
+    assert again["version"] == once["version"], "a rerun writes nothing"
+
+
+def test_a_retrained_model_rescores_history_superseding_with_its_release(
+    history: History, spark_session: Any
+) -> None:
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    v1, v2 = history["score-v1"].data, history["score-v2"].data
+    assert v2["content_hash"] != v1["content_hash"]
+    assert v2["rescored"] > 0
+    assert v2["rescored"] + v2["unchanged"] == v1["scored"]
+    rows = TableRegistry(spark_session, history.config).get(SCORES).read()
+    model = history["train"].data["model_name"]
+    version = history["train-declare"].data["model_version"]
+    reason = f"rescored under fraud_scoring@2 (model {model} v{version}, run {v2['run_id']})"
+    retired = rows.where(F.col("status") == "superseded")
+    assert retired.count() == v2["rescored"]
+    assert {r[0] for r in retired.select("supersede_reason").distinct().collect()} == {reason}
+    current = rows.where(F.col("status") == "authoritative")
+    assert current.count() == v1["scored"], "one current score per decision"
+    example = retired.orderBy("decision_id").first()
+    assert example is not None
+    assert example["engine"] == "fraud_scoring@1"
+    workdir = str(history.config.workdir_path)
+    common = ["--conf", str(CONF), "--json", "--workdir", workdir]
+    entity = ["--entity", example["entity_id"]]
+    at = history.before_rescoring.isoformat()
+    before = run_cli(["asof", SCORES, "--at", at, *entity, *common], history.env)
+    assert before.code == 0, before.stderr
+    answered = {r["decision_id"]: r for r in json.loads(before.stdout)["rows"]}
+    assert answered[example["decision_id"]]["score"] == example["score"]
+    assert {r["engine"] for r in answered.values()} == {"fraud_scoring@1"}
+    story = run_cli(["asof", SCORES, "--history", *entity, *common], history.env)
+    assert story.code == 0, story.stderr
+    assert reason in story.stdout
+
+
+def test_the_ledger_names_the_model_version_of_each_scoring_run(history: History) -> None:
+    model = history["train"].data["model_name"]
+    for step, release, version in (
+        ("score-v1", "fraud_scoring@1", "1"),
+        ("score-v2", "fraud_scoring@2", history["train-declare"].data["model_version"]),
+    ):
+        scored = history[step].data
+        entries = _ledger_entries(history, scored["run_id"])
+        (identity,) = entries["run_started"]["engines"]
+        assert f"{identity['name']}@{identity['version']}" == release
+        assert identity["model_versions"] == {model: version}
+        output = entries["run_finished"]["outputs"][SCORES]
+        assert output["content_hash"] == scored["content_hash"]
+
+
+def test_two_model_versions_are_judged_on_the_same_later_outcomes(
+    history: History, spark_session: Any
+) -> None:
+    """Each run's ROC AUC and Brier, recomputed from the table's rows and the set's labels."""
+    from pyspark.sql import functions as F
+    from sklearn.metrics import brier_score_loss, roc_auc_score
+
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(spark_session, history.config)
+    labels = {
+        r["decision_id"]: (r["decision_time"], r["label"])
+        for r in registry.get(TABLE)
+        .read()
+        .where(F.col("training_set_id") == history["set-now"].data["training_set_id"])
+        .collect()
+    }
+    cut = sorted(time for time, _ in labels.values())[int(len(labels) * 0.8)]
+    scores = registry.get(SCORES).read()
+    for step in ("score-v1", "score-v2"):
+        run = history[step].data
+        rows = scores.where(F.col("run_id") == run["run_id"]).collect()
+        if step == "score-v2":  # unchanged decisions keep v1's row: read those from v1's run
+            kept = scores.where(F.col("run_id") == history["score-v1"].data["run_id"])
+            rows += kept.where(F.col("status") == "authoritative").collect()
+        later = [
+            (labels[r["decision_id"]][1], r["score"]) for r in rows if labels[r["decision_id"]][0] >= cut
+        ]
+        y, p = [label for label, _ in later], [score for _, score in later]
+        measured = run["measures"]
+        assert measured["rows"] == len(later)
+        assert measured["roc_auc"] == pytest.approx(roc_auc_score(y, p))
+        assert measured["brier"] == pytest.approx(brier_score_loss(y, p))
+    one, two = history["score-v1"].data["measures"], history["score-v2"].data["measures"]
+    assert one["rows"] == two["rows"]
+    assert one["positives"] == two["positives"]
 
 
 @pytest.mark.notebook
