@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 
 def materialize(df: DataFrame) -> DataFrame:
@@ -17,3 +17,19 @@ def materialize(df: DataFrame) -> DataFrame:
     ("computeStats called before pushdown") and would re-read a newer version anyway.
     """
     return df.localCheckpoint(eager=True)
+
+
+def row_hash(*columns: str) -> Column:
+    """One row's hash over ``columns`` (``xxhash64``; a null column adds nothing), as a
+    ``decimal(38,0)`` so that summing millions of them never overflows."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(*columns).cast("decimal(38,0)")
+
+
+def order_free_checksum(*columns: str) -> Column:
+    """An aggregate: the sum of :func:`row_hash` over the rows (0 for none). Equal for the same
+    multiset of rows in any order or file layout, so two stores compare without sorting."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.sum(row_hash(*columns)), F.lit(0).cast("decimal(38,0)"))
