@@ -150,7 +150,7 @@ def render_reconcile(report: ReconcileReport) -> list[Block]:
         f"({'/'.join(str(n) for n in report.compared_per_level)} per level), "
         f"{report.leaves_disagreeing} leaves disagree, {report.rows_diffed} rows diffed",
         TableView(rows, ["class", "keys", "sample"]),
-        f"delta {report.delta} (pending: changed within the last {report.staleness_seconds} s, not counted)",
+        f"delta {report.total_delta} (pending: changed within the last {report.staleness_seconds} s, not counted)",
     ]
     if report.repaired:
         out.append(
@@ -160,7 +160,7 @@ def render_reconcile(report: ReconcileReport) -> list[Block]:
     if report.orphan:
         out.append(f"ORPHANS: {report.orphan} keys exist only in {report.derived}: reported, never deleted")
     if report.step_change:
-        out.append(f"STEP CHANGE: delta {report.delta} against a recent median of {report.baseline:g}")
+        out.append(f"STEP CHANGE: delta {report.total_delta} against a recent median of {report.baseline:g}")
     return out
 
 

@@ -128,14 +128,14 @@ class ReconcileReport:
     step_change: bool
     samples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Up to :data:`SAMPLE` keys per class, for the operator (never stored)."""
-    delta: int = field(init=False)
+    total_delta: int = field(init=False)
     """The health signal: every difference outside the staleness window."""
     remaining: int = field(init=False)
     """Differences left after the run: orphans always, and whatever was not repaired."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "delta", self.missing + self.divergent + self.orphan)
-        object.__setattr__(self, "remaining", self.delta - self.repaired)
+        object.__setattr__(self, "total_delta", self.missing + self.divergent + self.orphan)
+        object.__setattr__(self, "remaining", self.total_delta - self.repaired)
 
 
 @dataclass(frozen=True)
@@ -372,7 +372,7 @@ def reconcile(
         run.counts.update(
             {
                 **counts,
-                "delta": delta,
+                "total_delta": delta,
                 "repaired": repaired,
                 "step_change": int(signal.step_change),
                 "leaves_disagreeing": len(tree.leaves),
@@ -450,7 +450,7 @@ def _recent_deltas(registry: TableRegistry, pair: str, bounded: bool, runs: int)
         .where((F.col("pair") == pair) & (mode if bounded else ~mode))
         .orderBy(F.desc("measured_at"))
         .limit(runs)
-        .select("delta")
+        .select("total_delta")
         .collect()
     )
     return [int(r[0]) for r in rows]
@@ -474,7 +474,7 @@ def _write_report(registry: TableRegistry, report: ReconcileReport) -> int:
         "divergent": report.divergent,
         "orphan": report.orphan,
         "pending": report.pending,
-        "delta": report.delta,
+        "total_delta": report.total_delta,
         "repaired": report.repaired,
         "ranges_compared": report.ranges_compared,
         "leaves_disagreeing": report.leaves_disagreeing,

@@ -79,8 +79,9 @@ def walk(
         bad = [node for node in frontier if ours.get(node, EMPTY) != theirs.get(node, EMPTY)]
         compared.append(len(frontier))
         disagreeing.append(len(bad))
-        if level == depth:
-            return TreeWalk(tuple(sorted(bad)), tuple(compared), tuple(disagreeing))
+        if level == depth or not bad:
+            leaves = tuple(sorted(bad)) if level == depth else ()
+            return TreeWalk(leaves, tuple(compared), tuple(disagreeing))
         frontier = [node * FANOUT + child for node in bad for child in range(FANOUT)]
     raise AssertionError("unreachable")  # pragma: no cover
 
