@@ -150,7 +150,7 @@ def render_reconcile(report: ReconcileReport) -> list[Block]:
         f"({'/'.join(str(n) for n in report.compared_per_level)} per level), "
         f"{report.leaves_disagreeing} leaves disagree, {report.rows_diffed} rows diffed",
         TableView(rows, ["class", "keys", "sample"]),
-        f"delta {report.total_delta} (pending: changed within the last {report.staleness_seconds} s, not counted)",
+        f"delta {report.total_delta} (pending: source changed in the last {report.staleness_seconds} s)",
     ]
     if report.repaired:
         out.append(
