@@ -44,6 +44,8 @@ class Env:
     workdir: Path
     prompt: Path
     """A policy file whose staleness window is 0 s (the history was committed seconds ago)."""
+    lagging: Path
+    """One whose window is a day: everything the source committed is still expected lag."""
 
     def __call__(self, *args: str, policies: Path | None = None) -> tuple[Ran, Any]:
         argv = ["reconcile", *args, "--conf", str(CONF), "--workdir", str(self.workdir), "--quiet", "--json"]
@@ -68,7 +70,10 @@ def env(
     policies["reconcile"]["staleness_seconds"] = 0
     prompt = folder / "policies.yaml"
     prompt.write_text(yaml.safe_dump(policies))
-    yield Env(lh, shell, workdir, prompt)
+    policies["reconcile"]["staleness_seconds"] = 86_400
+    lagging = folder / "lagging.yaml"
+    lagging.write_text(yaml.safe_dump(policies))
+    yield Env(lh, shell, workdir, prompt, lagging)
     drop_all(lh.registry)
 
 
@@ -113,11 +118,12 @@ def plant_drift(lh: Lakehouse) -> dict[str, str]:
     orders = sorted(r["event_id"] for r in silver.read().where(F.col("domain") == "orders").collect())
     lost, changed, template = orders[0], orders[1], orders[-1]
     silver.delete_where(f"event_id = '{lost}'", run_id="operator")
-    row = silver.read().where(F.col("event_id") == changed)
+    spark, schema = silver.spark, silver.read().schema
+    row = spark.createDataFrame(silver.read().where(F.col("event_id") == changed).collect(), schema)
+    orphan = spark.createDataFrame(silver.read().where(F.col("event_id") == template).collect(), schema)
     silver.delete_where(f"event_id = '{changed}'", run_id="operator")
     silver.append(row.withColumn("amount", F.lit(Decimal("999.99")).cast("decimal(18,2)")), run_id="operator")
-    orphan = silver.read().where(F.col("event_id") == template).withColumn("event_id", F.lit("o-nobody"))
-    silver.append(orphan, run_id="operator")
+    silver.append(orphan.withColumn("event_id", F.lit("o-nobody")), run_id="operator")
     return {"missing": lost, "divergent": changed, "orphan": "o-nobody"}
 
 
@@ -131,7 +137,7 @@ def test_a_planted_drift_is_found_flagged_repaired_at_the_rate_and_gone(env: Env
     time.sleep(1.1)  # commit timestamps have millisecond precision: the window starts after it
     planted = plant_drift(env.lh)
 
-    pending, data = env(*ORDERS, policies=DEFAULT_POLICY_PATH)  # 300 s: Bronze was just written
+    pending, data = env(*ORDERS, policies=env.lagging)  # Bronze was written within the day
     assert pending.code == 4, pending  # the orphan is no lag: it has no source at all
     assert (data["missing"], data["divergent"], data["orphan"], data["pending"]) == (0, 0, 1, 2)
 

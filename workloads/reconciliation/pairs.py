@@ -4,7 +4,7 @@ A :class:`Pair` is declared once and says everything a reconcile needs to know t
 two tables do not: the **authority** (the side that wins; ``None`` means nobody declared
 one, and ``--repair`` is refused: seed 002, "if you cannot say, the problem is ownership"),
 the **key** on each side, the **projection** that maps pinned source rows to the rows the
-derived store should hold (``derive``, and ``derived_view`` for the part of the derived
+derived store should hold (``derive``, and ``derived_where`` for the part of the derived
 store the pair covers), the **compared columns**, and the **repair** (the rows to write for
 a set of keys; by default the projection's own rows).
 
@@ -27,9 +27,9 @@ path writes ``gold.provisional_correlations``, is one more entry of :data:`PAIRS
     Pair(source=TableName.CORRELATIONS, derived=TableName.PROVISIONAL_CORRELATIONS,
          source_key="correlation_id", derived_key="correlation_id", authority=SOURCE,
          columns=("correlation_type", "entity_a", "entity_b", "valid_from", "confidence"),
-         source_view=authoritative_rows, derived_view=current_provisional_rows)
+         derive=authoritative_rows, derived_where="status = 'provisional'")
 
-with two small frame filters; the comparison, classes, staleness, bounded mode, report,
+with one small projection; the comparison, classes, staleness, bounded mode, report,
 ledger entry, lock and rate-limited repair come with it. Any other two configured tables
 can be reconciled without a declaration (same key name on both sides, or
 ``--key SOURCE_COL:DERIVED_COL``; every column they share is compared), report only.
@@ -74,7 +74,6 @@ class DeriveContext:
 
 
 Projection = Callable[["DataFrame", DeriveContext], "DataFrame"]
-View = Callable[["DataFrame"], "DataFrame"]
 
 
 @dataclass(frozen=True)
@@ -91,8 +90,9 @@ class Pair:
     derive: Projection | None = None
     """Pinned source rows -> rows shaped like the derived store (key renamed to ``derived_key``);
     None: the source rows themselves, the key renamed."""
-    derived_view: View | None = None
-    """The rows of the derived store the pair covers (None: all)."""
+    derived_where: str | None = None
+    """A SQL condition: the rows of the derived store the pair covers (None: all). A repair
+    replaces a key's rows only inside it."""
     repair_rows: Projection | None = None
     """Pinned source rows -> the full derived rows a repair writes (None: :attr:`derive`'s)."""
     description: str = ""
@@ -130,15 +130,6 @@ def _unresolved(events: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return events.withColumns({c: F.lit(None).cast("string") for c in SILVER_UNCOMPARED})
-
-
-def _domain_view(feed: str) -> View:
-    def rows(silver: DataFrame) -> DataFrame:
-        from pyspark.sql import functions as F
-
-        return silver.where(F.col("domain") == feed)
-
-    return rows
 
 
 def _silver_derive(feed: str) -> Projection:
@@ -181,7 +172,7 @@ def _bronze_to_silver(feed: str) -> Pair:
         derived_key="event_id",
         authority=SOURCE,
         derive=_silver_derive(feed),
-        derived_view=_domain_view(feed),
+        derived_where=f"domain = '{feed}'",
         repair_rows=_silver_repair(feed),
         description=f"conservation by key: every {feed} event whose fate is silver is in Silver, unchanged",
     )

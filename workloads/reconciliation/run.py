@@ -205,9 +205,7 @@ def _sides(
     ctx: DeriveContext,
 ) -> _Sides:
     source_rows = source.read(pins[0])
-    derived_rows = derived.read(pins[1]) if pins[1] is not None else _empty(derived)
-    if pair.derived_view is not None:
-        derived_rows = pair.derived_view(derived_rows)
+    derived_rows = _covered(pair, derived, pins[1])
     ctx = DeriveContext(ctx.registry, ctx.policies, derived_rows, ctx.ledger)
     if pair.derive is not None:
         projected = pair.derive(source_rows, ctx)
@@ -216,6 +214,12 @@ def _sides(
     columns = compared_columns(pair, derived_rows.columns, projected.columns)
     keep = [pair.derived_key, *columns]
     return _Sides(projected.select(*keep), derived_rows.select(*keep), columns)
+
+
+def _covered(pair: Pair, derived: Table, version: int | None) -> DataFrame:
+    """The pinned rows of the derived store the pair covers."""
+    rows = derived.read(version) if version is not None else _empty(derived)
+    return rows.where(pair.derived_where) if pair.derived_where else rows
 
 
 def _empty(table: Table) -> DataFrame:
@@ -408,9 +412,7 @@ def _repair(
 
     if not keys:
         return 0, 0
-    derived_rows = derived.read(pins[1]) if pins[1] is not None else _empty(derived)
-    if pair.derived_view is not None:
-        derived_rows = pair.derived_view(derived_rows)
+    derived_rows = _covered(pair, derived, pins[1])
     ctx = DeriveContext(ctx.registry, ctx.policies, derived_rows, ctx.ledger)
     project = pair.repair_rows or pair.derive
     pinned = source.read(pins[0])
@@ -429,7 +431,8 @@ def _repair(
         limiter.admit(len(batch))
         listed = ", ".join(sql_literal(k) for k in batch)
         meta = {"lakehouse.reconcile": pair.name}
-        derived.delete_where(f"`{key}` IN ({listed})", run_id=run_id, metadata=meta)
+        scope = f" AND ({pair.derived_where})" if pair.derived_where else ""
+        derived.delete_where(f"`{key}` IN ({listed}){scope}", run_id=run_id, metadata=meta)
         derived.append(fresh.where(F.col(key).isin(list(batch))), run_id=run_id, metadata=meta)
         done += len(batch)
         count += 1
