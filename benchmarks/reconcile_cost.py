@@ -83,7 +83,7 @@ def ranged(source: Any, derived: Any, depth: int) -> tuple[set[tuple[str, str]],
     from workloads.reconciliation.summaries import walk
 
     src, der = source.read(source.current_version()), derived.read(derived.current_version())
-    tree = walk(leaf_summaries(src, "k", COLUMNS, depth), leaf_summaries(der, "k", COLUMNS, depth), depth)
+    tree = walk(*leaf_summaries(src, der, "k", COLUMNS, depth), depth)
     diff = diff_leaves(src, der, "k", COLUMNS, depth, tree.leaves)
     found = {(r["k"], r[CLASS]) for r in diff.differences.collect()}
     return found, {

@@ -503,6 +503,10 @@ class Table(ABC):
         """Whether ``version`` names a state of the table (formats answer this cheaply)."""
         return any(c.version == version for c in self.history())
 
+    @abstractmethod
+    def data_files_at(self, version: int) -> set[str]:
+        """The data files a version reads (:func:`file_path` spelling)."""
+
     def version_at(self, moment: datetime) -> int | None:
         """The version that was current at ``moment`` (None: the table had no version yet)."""
         earlier = [c for c in self.history() if c.timestamp <= utc_moment(moment)]
@@ -526,9 +530,8 @@ class Table(ABC):
                 f"{self.name}: {', '.join(partitioned)} is a partition column; changed keys are "
                 f"read from the data files, which do not hold it"
             )
-        before = {file_path(f) for f in self.read(after).inputFiles()} if after is not None else set()
-        now = {file_path(f) for f in self.read(until).inputFiles()}
-        touched = sorted(before ^ now)
+        before = self.data_files_at(after) if after is not None else set()
+        touched = sorted(before ^ self.data_files_at(until))
         if not touched:
             return self.read(until).select(*columns).where(F.lit(False))
         return self.spark.read.parquet(*touched).select(*columns).distinct()

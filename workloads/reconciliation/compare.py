@@ -36,17 +36,29 @@ def leaf_of(key: str, depth: int) -> Column:
     return F.pmod(F.xxhash64(F.col(key)), F.lit(FANOUT**depth))
 
 
-def leaf_summaries(rows: DataFrame, key: str, columns: Sequence[str], depth: int) -> dict[int, Summary]:
-    """Rows and order-free checksum (key plus compared columns) per non-empty leaf."""
+def leaf_summaries(
+    source: DataFrame, derived: DataFrame, key: str, columns: Sequence[str], depth: int
+) -> tuple[dict[int, Summary], dict[int, Summary]]:
+    """Rows and order-free checksum (key plus compared columns) per non-empty leaf of each
+    side: one Spark job over both, its small result fetched as Arrow."""
     from pyspark.sql import functions as F
 
-    found = (
-        rows.select(leaf_of(key, depth).alias(LEAF), key, *columns)
-        .groupBy(LEAF)
-        .agg(F.count(F.lit(1)).alias("n"), order_free_checksum(key, *columns).alias("h"))
-        .collect()
+    def tagged(rows: DataFrame, side: int) -> DataFrame:
+        return rows.select(F.lit(side).alias("_side"), leaf_of(key, depth).alias(LEAF), key, *columns)
+
+    table = (
+        tagged(source, 0)
+        .unionByName(tagged(derived, 1))
+        .groupBy("_side", LEAF)
+        .agg(F.count(F.lit(1)).alias("n"), order_free_checksum(key, *columns).cast("string").alias("h"))
+        .toArrow()
     )
-    return {int(r[LEAF]): Summary(int(r["n"]), int(r["h"])) for r in found}
+    sides: tuple[dict[int, Summary], dict[int, Summary]] = ({}, {})
+    for side, leaf, n, h in zip(
+        *(table.column(c).to_pylist() for c in ("_side", LEAF, "n", "h")), strict=True
+    ):
+        sides[int(side)][int(leaf)] = Summary(int(n), int(h))
+    return sides
 
 
 @dataclass(frozen=True)

@@ -304,11 +304,7 @@ def reconcile(
                 der = der.join(F.broadcast(keys), key, "left_semi")
         src, der = materialize(src), materialize(der)  # the projection runs once, not per pass
         step(f"reconcile {pair.name}: summarising {16**depth} hash ranges per side")
-        tree = walk(
-            leaf_summaries(src, key, sides.columns, depth),
-            leaf_summaries(der, key, sides.columns, depth),
-            depth,
-        )
+        tree = walk(*leaf_summaries(src, der, key, sides.columns, depth), depth)
         step(
             f"reconcile {pair.name}: {tree.ranges_compared} ranges compared, "
             f"{len(tree.leaves)} leaves disagree; diffing their rows"
