@@ -80,19 +80,17 @@ def build_py_files(out: Path) -> Path:
 # -- the cluster's lakehouse configuration -------------------------------------------------------
 
 
-def write_config(out: Path, workdir: Path, catalog: Mapping[str, Any] | None = None) -> Path:
-    """``conf/lakehouse.yaml`` with this run's work dir, 2 shuffle partitions (2 cores) and,
-    if given, the Iceberg catalog and extra JVM packages (``{"iceberg": {...}, "packages": [...]}``)."""
+def write_config(out: Path, workdir: Path, overrides: Mapping[str, str] | None = None) -> Path:
+    """``conf/lakehouse.yaml`` with this run's work dir, 2 shuffle partitions (2 cores) and the
+    given dotted-key overrides (the Iceberg catalog's ``iceberg.uri`` and so on)."""
     raw = yaml.safe_load((REPO / "conf" / "lakehouse.yaml").read_text())
-    raw["workdir"] = str(workdir)
-    raw.setdefault("spark", {})["shuffle_partitions"] = 2
-    if catalog:
-        raw["iceberg"] = {**raw.get("iceberg", {}), **catalog.get("iceberg", {})}
-        if catalog.get("packages"):
-            from lakehouse.config import JarSettings
-
-            packages = list(raw.get("jars", {}).get("packages", JarSettings().packages))
-            raw.setdefault("jars", {})["packages"] = [*packages, *catalog["packages"]]
+    settings = {"workdir": str(workdir), "spark.shuffle_partitions": 2, **(overrides or {})}
+    for dotted, value in settings.items():
+        *parents, key = dotted.split(".")
+        node = raw
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[key] = value
     out.write_text(yaml.safe_dump(raw, sort_keys=False))
     return out
 
@@ -652,20 +650,34 @@ def stopped_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+CATALOGS = ("sqlite", "postgres")
+
+
 @contextlib.contextmanager
-def iceberg_catalog(kind: str, root: Path) -> Iterator[dict[str, Any] | None]:
-    """The Iceberg catalog of the story: None for the embedded SQLite one under the work dir."""
+def iceberg_catalog(kind: str) -> Iterator[dict[str, str]]:
+    """The Iceberg catalog of the story as configuration overrides: none for the embedded
+    SQLite catalog under the work dir; a throwaway PostgreSQL server on loopback
+    (:mod:`local_services.postgres`), stopped afterwards, for ``postgres``."""
     if kind == "sqlite":
-        yield None
+        yield {}
         return
-    raise SystemExit(f"error: --catalog {kind}: unknown catalog (sqlite)")
+    from local_services.postgres import local_postgres
+
+    with local_postgres() as server:
+        log.info("Iceberg catalog: PostgreSQL at %s", server.jdbc_uri)
+        yield server.lakehouse_overrides()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--root", type=Path, help="folder for everything (default: a new temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep the folder (kept anyway on failure)")
-    parser.add_argument("--catalog", default="sqlite", help="the Iceberg catalog: sqlite (default)")
+    parser.add_argument(
+        "--catalog",
+        choices=CATALOGS,
+        default="sqlite",
+        help="the Iceberg catalog: sqlite under the work dir (default) or a throwaway PostgreSQL",
+    )
     parser.add_argument("--entities", type=int, default=20, help="persons in the generated history")
     parser.add_argument("--months", type=int, default=2, help="months of history")
     parser.add_argument("--cores", type=int, default=2, help="the worker's cores")
@@ -677,7 +689,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     story = Story(catalog=args.catalog, master="")
     try:
-        with stopped_on_sigterm(), iceberg_catalog(args.catalog, root) as catalog:
+        with stopped_on_sigterm(), iceberg_catalog(args.catalog) as catalog:
             conf = write_config(root / "cluster.yaml", root / "lake", catalog)
             py_files = build_py_files(root / "dist" / "lakehouse_replay.zip")
             log.info(

@@ -120,6 +120,17 @@ def test_production_code_never_imports_the_synthetic_generator() -> None:
     assert not offenders, f"production modules import workloads.synthetic: {offenders}"
 
 
+def test_the_product_never_imports_the_local_services() -> None:
+    """``local_services`` (a standalone cluster, PostgreSQL) serves the demos and tests only."""
+    offenders = [
+        str(path.relative_to(REPO))
+        for package in ORDER
+        for path in sorted((REPO / package).rglob("*.py"))
+        if any(module.split(".")[0] == "local_services" for module in imported_modules(path))
+    ]
+    assert not offenders, f"product modules import local_services: {offenders}"
+
+
 FORMAT_AWARE = {
     "ledger/store.py": "the ledger's guarded append, per format in tests/ledger",
     "workloads/asof/readers.py": "route (b)'s pyiceberg reader, per format in the lifecycle",
