@@ -15,7 +15,7 @@ CONF ?= conf/lakehouse.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock jars demo test test-fast lint format bench clean clean-work cluster-demo
+.PHONY: help setup lock jars postgres demo test test-fast lint format bench clean clean-work cluster-demo
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -30,7 +30,10 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
-setup: $(STAMP) jars ## create .venv, install the locked packages and the project, resolve the JVM jars
+setup: $(STAMP) jars postgres ## create .venv, install the locked packages and the project, resolve the JVM jars, check PostgreSQL
+
+postgres: $(STAMP) ## install Debian's postgresql package if missing (the tests' throwaway Iceberg catalog server)
+	@$(BIN)/python -m local_services.postgres install >/dev/null
 
 lock: ## resolve pyproject.toml (with the dev extra) into $(LOCK), keeping pins that still fit; LOCK_ARGS=--upgrade for the newest
 	@test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && $(LOCK_TOOLS)/bin/pip install --quiet --disable-pip-version-check 'uv==$(UV_VERSION)'; }

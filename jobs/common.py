@@ -53,8 +53,10 @@ class Context:
 
     @cached_property
     def spark(self) -> SparkSession:
+        from lakehouse.catalog import check_catalog_reachable
         from lakehouse.session import build_session
 
+        check_catalog_reachable(self.config)  # a catalog server that is down: one line, nothing started
         self.progress("starting Spark (Delta + Iceberg)")
         return build_session(self.config)
 

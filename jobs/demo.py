@@ -13,6 +13,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
 
 from jobs.common import Block, Context, Outcome, TableView
 from jobs.output import plain
+from lakehouse.catalog import redact_uri
 
 if TYPE_CHECKING:
     from workloads.synthetic import demo
@@ -66,7 +67,7 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
     exceptions = medallion.exceptions_awaiting_approval
     lines: list[Block] = [
         f"lakehouse work dir: {ctx.config.workdir_path}",
-        f"iceberg catalog '{ctx.config.iceberg.name}': {ctx.config.iceberg_uri}",
+        f"iceberg catalog '{ctx.config.iceberg.name}': {redact_uri(ctx.config.iceberg_uri)}",
         "",
         "zones and tables:",
         TableView([plain(t) for t in report.tables], ["name", "zone", "format", "rows", "current_version"]),

@@ -13,7 +13,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
 from jobs.common import Context, Outcome
 
 NAME = "jars"
-HELP = "resolve the JVM jars (Delta, Iceberg, SQLite JDBC) once into the cache outside git"
+HELP = "resolve the JVM jars (Delta, Iceberg, SQLite or PostgreSQL JDBC) once into the cache outside git"
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,12 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from lakehouse.jars import cached_jars, resolve_jars
 
     settings = ctx.config.jars
+    packages = ctx.config.jar_packages
     cache = ctx.config.jar_cache_path
-    if cached_jars(cache, settings.packages, settings.excludes) is None:
-        ctx.progress(f"resolving {len(settings.packages)} JVM packages into {cache} (once)")
-    jars = resolve_jars(cache, settings.packages, settings.excludes, settings.repository)
-    ready = JarsReady(cache_dir=cache, packages=tuple(settings.packages), jars=tuple(jars))
+    if cached_jars(cache, packages, settings.excludes) is None:
+        ctx.progress(f"resolving {len(packages)} JVM packages into {cache} (once)")
+    jars = resolve_jars(cache, packages, settings.excludes, settings.repository)
+    ready = JarsReady(cache_dir=cache, packages=packages, jars=tuple(jars))
     return Outcome(data=ready, lines=[f"{len(jars)} jars ready in {cache}"])
 
 

@@ -16,12 +16,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from lakehouse.errors import ConfigError
 from lakehouse.models import StrictModel, describe_validation_error, read_yaml_mapping
 
 ENV_PREFIX = "LAKEHOUSE__"
+VERBATIM_ENV_KEYS = frozenset({"iceberg.password", "lineage.api_key"})
+"""Environment overrides taken as the exact string, not read as YAML (a password of digits
+stays a string)."""
+POSTGRES_JDBC_PREFIX = "jdbc:postgresql:"
+CREDENTIAL_PROPERTIES = frozenset({"jdbc.user", "jdbc.password"})
+"""Iceberg catalog properties that ``iceberg.user`` / ``iceberg.password`` set."""
 DEFAULT_CONF_PATH = Path("conf/lakehouse.yaml")
 
 
@@ -82,16 +88,40 @@ class JarSettings(StrictModel):
         "org.roaringbitmap:shims",
     )
     repository: str = "https://repo1.maven.org/maven2/"
+    postgres_driver: str = "org.postgresql:postgresql:42.7.14"
+    """The PostgreSQL JDBC driver, loaded besides ``packages`` when the Iceberg catalog is on
+    PostgreSQL (``iceberg.uri: jdbc:postgresql:...``)."""
 
 
 class IcebergCatalogSettings(StrictModel):
-    """The Iceberg catalog; JDBC on SQLite under the work dir unless told otherwise."""
+    """The Iceberg catalog; JDBC on SQLite under the work dir unless told otherwise.
+
+    A team's catalog is JDBC on PostgreSQL (``uri: jdbc:postgresql://host:5432/iceberg``,
+    see ``conf/cluster.example.yaml``): ``user`` and ``password`` become the JDBC catalog's
+    ``jdbc.user`` / ``jdbc.password`` and pyiceberg's connection credentials.
+    """
 
     name: str = "lake"
     type: Literal["jdbc", "rest", "hive", "hadoop"] = "jdbc"
     uri: str | None = None
     warehouse: str | None = None
+    user: str | None = Field(default=None, min_length=1)
+    """The catalog database's user (JDBC catalogs)."""
+    password: SecretStr | None = None
+    """Its password; set it through ``LAKEHOUSE__ICEBERG__PASSWORD`` rather than in a file.
+    Never printed: ``submit-args`` leaves it out (the driver sets it when the session starts)
+    and messages mask it."""
     properties: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("properties")
+    @classmethod
+    def _credentials_have_their_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        taken = sorted(k for k in value if k in CREDENTIAL_PROPERTIES)
+        if taken:
+            raise ValueError(
+                f"{taken}: set iceberg.user and iceberg.password (LAKEHOUSE__ICEBERG__PASSWORD) instead"
+            )
+        return value
 
     @field_validator("name")
     @classmethod
@@ -240,6 +270,21 @@ class LakehouseConfig(StrictModel):
         return f"jdbc:sqlite:{self.workdir_path / 'iceberg_catalog.db'}"
 
     @property
+    def iceberg_on_postgres(self) -> bool:
+        """True when the Iceberg catalog is a JDBC catalog on PostgreSQL (a team's shared catalog)."""
+        return self.iceberg.type == "jdbc" and self.iceberg_uri.startswith(POSTGRES_JDBC_PREFIX)
+
+    @property
+    def jar_packages(self) -> tuple[str, ...]:
+        """Every JVM package a session loads: ``jars.packages``, plus the PostgreSQL JDBC driver
+        when the catalog is there (unless ``jars.packages`` already names a version of it)."""
+        packages = self.jars.packages
+        driver = self.jars.postgres_driver.rsplit(":", 1)[0] + ":"
+        if self.iceberg_on_postgres and not any(p.startswith(driver) for p in packages):
+            return (*packages, self.jars.postgres_driver)
+        return packages
+
+    @property
     def iceberg_warehouse_uri(self) -> str:
         return _as_uri(self.iceberg.warehouse) if self.iceberg.warehouse else self.warehouse_uri
 
@@ -313,7 +358,7 @@ def load_config(
     and is how command-line flags win over everything else.
     """
     conf_path = Path(path) if path is not None else DEFAULT_CONF_PATH
-    raw = _read_yaml(conf_path)
+    raw = _read_with_base(conf_path)
     env = os.environ if environ is None else environ
     for dotted, value in _env_overrides(env).items():
         _set_dotted(raw, dotted, value, source=f"environment variable {_env_name(dotted)}")
@@ -325,6 +370,35 @@ def load_config(
         return LakehouseConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(conf_path, exc)) from None
+
+
+EXTENDS_KEY = "extends"
+
+
+def _read_with_base(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The file's keys over those of the file it ``extends:`` (a path relative to it), merged
+    section by section: ``conf/cluster.example.yaml`` changes the catalog and the warehouse and
+    keeps every table of ``conf/lakehouse.yaml``."""
+    raw = _read_yaml(path)
+    base = raw.pop(EXTENDS_KEY, None)
+    if base is None:
+        return raw
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"{path}: key '{EXTENDS_KEY}' must be the path of another configuration file")
+    base_path = (path.parent / base).resolve()
+    if base_path in seen or base_path == path.resolve():
+        raise ConfigError(f"{path}: key '{EXTENDS_KEY}' makes a cycle through {base_path}")
+    return _merged(_read_with_base(base_path, (*seen, path.resolve())), raw)
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -346,6 +420,9 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
             continue
         dotted = ".".join(part.lower() for part in name[len(ENV_PREFIX) :].split("__"))
         if not dotted:
+            continue
+        if dotted in VERBATIM_ENV_KEYS:
+            found[dotted] = value
             continue
         try:
             found[dotted] = yaml.safe_load(value) if value != "" else ""

@@ -36,6 +36,12 @@ class EnvironmentProblem(LakehouseError):
     exit_code = 3
 
 
+class CatalogUnreachableError(EnvironmentProblem):
+    """The Iceberg catalog's server (PostgreSQL) cannot be reached or refuses the credentials."""
+
+    code = "catalog_unreachable"
+
+
 class UnknownTableError(LakehouseError, KeyError):
     """A logical table name is not in the configuration."""
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lakehouse.errors import ConfigError
 
-__all__ = ["StrictModel", "describe_validation_error", "read_yaml_mapping", "validate_file"]
+__all__ = ["StrictModel", "describe_validation_error", "is_secret_key", "read_yaml_mapping", "validate_file"]
 
 
 class StrictModel(BaseModel):
@@ -48,6 +48,16 @@ def read_yaml_mapping(path: Path, *, what: str = "file", hint: str = "") -> dict
     return data
 
 
+SECRET_KEY_WORDS = ("password", "api_key", "secret", "token")
+"""Keys whose values are never shown in a message: a bad value is named, not printed."""
+
+
+def is_secret_key(key: str) -> bool:
+    """True for a dotted key that holds a secret (``iceberg.password``, ``lineage.api_key``)."""
+    last = key.rsplit(".", 1)[-1].lower()
+    return any(word in last for word in SECRET_KEY_WORDS)
+
+
 def describe_validation_error(path: Path, exc: ValidationError, *, where: str | None = None) -> str:
     """The first validation problem as one line naming the file and the dotted key.
 
@@ -62,6 +72,8 @@ def describe_validation_error(path: Path, exc: ValidationError, *, where: str | 
         return f"{path}: missing key '{key}'"
     value = first.get("input")
     shown = f" has invalid value {value!r}" if not isinstance(value, dict | list) else ""
+    if is_secret_key(key):
+        shown = " has an invalid value (not shown: a secret)"
     return f"{path}: key '{key}'{shown}: {first['msg']}"
 
 

@@ -14,6 +14,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lakehouse.catalog import catalog_password, check_catalog_reachable
 from lakehouse.config import LakehouseConfig
 from lakehouse.errors import EnvironmentProblem
 from lakehouse.jars import check_java, resolve_jars
@@ -50,14 +51,29 @@ def catalog_conf(config: LakehouseConfig) -> dict[str, str]:
         conf[f"{prefix}.uri"] = config.iceberg_uri
     if config.iceberg.type == "jdbc":
         conf[f"{prefix}.jdbc.schema-version"] = "V1"
+    if config.iceberg.user:
+        conf[f"{prefix}.jdbc.user"] = config.iceberg.user
     for key, value in config.iceberg.properties.items():
         conf[f"{prefix}.{key}"] = value
     return conf
 
 
+def catalog_secrets(config: LakehouseConfig) -> dict[str, str]:
+    """The catalog settings that are never printed (the JDBC catalog's password).
+
+    Kept out of :func:`catalog_conf`, so ``submit-args`` cannot show them: under
+    ``spark-submit`` the driver sets them when it joins the session (:func:`runtime_conf`),
+    before the catalog is first used; Spark redacts them in its UI and event log.
+    """
+    password = catalog_password(config)
+    if password is None:
+        return {}
+    return {f"spark.sql.catalog.{config.iceberg.name}.jdbc.password": password}
+
+
 def session_conf(config: LakehouseConfig) -> dict[str, str]:
     """Every setting of the local session, before user overrides in ``spark.conf``."""
-    conf = catalog_conf(config)
+    conf = catalog_conf(config) | catalog_secrets(config)
     conf.update(
         {
             "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
@@ -92,6 +108,7 @@ def build_session(config: LakehouseConfig) -> SparkSession:
     """Build (or return the already running) session for this configuration."""
     from pyspark.sql import SparkSession
 
+    check_catalog_reachable(config)  # before Spark starts and before anything is written
     config.workdir_path.mkdir(parents=True, exist_ok=True)
     if launched_by_spark_submit():
         # spark-submit already started the JVM with the cluster's master, packages and
@@ -105,7 +122,7 @@ def build_session(config: LakehouseConfig) -> SparkSession:
         check_master(config.spark.master)
         check_java()
         jars = resolve_jars(
-            config.jar_cache_path, config.jars.packages, config.jars.excludes, config.jars.repository
+            config.jar_cache_path, config.jar_packages, config.jars.excludes, config.jars.repository
         )
         os.environ.setdefault("PYSPARK_PYTHON", _python())
         if config.spark.master.startswith("local"):
@@ -167,7 +184,8 @@ def _submitted_master() -> str:
 
 
 def runtime_conf(config: LakehouseConfig) -> dict[str, str]:
-    """Settings that may still change after the JVM started (SQL settings)."""
+    """Settings that may still change after the JVM started (SQL settings, Delta's among them,
+    and the catalog's secrets)."""
     runtime = (
         "spark.sql.shuffle.partitions",
         "spark.sql.session.timeZone",
@@ -176,6 +194,7 @@ def runtime_conf(config: LakehouseConfig) -> dict[str, str]:
     )
     local = session_conf(config)
     conf = {key: local[key] for key in runtime}
+    conf.update(catalog_secrets(config))
     conf.update({k: v for k, v in config.spark.conf.items() if k.startswith("spark.sql.")})
     return conf
 
@@ -186,8 +205,9 @@ def launched_by_spark_submit() -> bool:
 
 
 def submit_args(config: LakehouseConfig) -> list[str]:
-    """The ``spark-submit`` arguments a cluster needs for the configured catalogs."""
-    args = ["--packages", ",".join(config.jars.packages)]
+    """The ``spark-submit`` arguments a cluster needs for the configured catalogs (never a
+    password: see :func:`catalog_secrets`)."""
+    args = ["--packages", ",".join(config.jar_packages)]
     args += ["--exclude-packages", ",".join(config.jars.excludes)]
     for key, value in catalog_conf(config).items():
         args += ["--conf", f"{key}={value}"]

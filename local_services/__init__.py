@@ -1,3 +1,7 @@
-"""Throwaway services on this machine for the demos and tests: a Spark standalone cluster,
-a PostgreSQL server. Not part of the product: ``lakehouse``, ``ledger``, ``workloads`` and
-``jobs`` never import this package, and it is not in the distributable."""
+"""Throwaway services the tests and demos start on this machine (not part of the product):
+a Spark standalone master and worker, a PostgreSQL server.
+
+Nothing in ``lakehouse``, ``ledger``, ``workloads`` or ``jobs`` imports this package
+(``tests/test_layers.py`` checks it), and the distributable does not ship it: it exists so
+that ``make test`` and the cluster demo can run the product against real servers on loopback.
+"""

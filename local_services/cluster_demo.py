@@ -55,7 +55,7 @@ PACKAGES = ("lakehouse", "ledger", "workloads", "jobs")
 PLAN = "conf/plans/er-v3-recorrelation.yaml"
 JOB_TIMEOUT_S = 900.0
 SHORT_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-DRILL_KILL_AFTER_JOBS = 8
+DRILL_KILL_AFTER_JOBS = 10
 """The worker is killed once the Silver build's application has finished this many Spark jobs."""
 
 
@@ -117,9 +117,17 @@ class Submitter:
     """``spark-submit --master URL <lakehouse submit-args> <the cluster's layout> jobs/X.py ARGS``."""
 
     def __init__(
-        self, master: str, conf: Path, root: Path, py_files: Path, submit_args: Sequence[str]
+        self,
+        master: str,
+        conf: Path,
+        root: Path,
+        py_files: Path,
+        submit_args: Sequence[str],
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         self.master = master
+        self.secrets = dict(secrets or {})
+        """Environment every driver gets (the catalog's password)."""
         self.conf = conf
         self.logs = root / "logs"
         self.events = root / "events"
@@ -172,6 +180,7 @@ class Submitter:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYSPARK_PYTHON": sys.executable,
             "LAKEHOUSE__SPARK__APP_NAME": f"lakehouse-{step}",
+            **self.secrets,
         }
         out, err = stem.with_suffix(".out").open("wb"), stem.with_suffix(".err").open("wb")
         process = subprocess.Popen(
@@ -442,7 +451,7 @@ def run_story(
     answered = step("asof", "asof", "gold.correlations", "--at", at)
     if answered:
         story.check("asof: both routes agree", answered.data.get("routes_agree") is True)
-    verified = step("ledger-verify", "ledger", "verify")
+    verified = step("ledger-verify", "ledger_job", "verify")
     if verified:
         story.check("the ledger chain verifies", verified.data.get("ok") is True)
     email = subject_email(history)
@@ -480,7 +489,7 @@ def worker_drill(story: Story, cluster: StandaloneCluster, submitter: Submitter)
     """Kill the worker (and its executors) during a Silver build, start it again, and see what
     the build did: Spark retried it on the new executor, or it failed, was recorded failed,
     left serving untouched, and a rerun completed."""
-    serving_before = silver_serving(submitter.conf)
+    serving_before = silver_serving(submitter.conf, submitter.secrets)
     before = set(completed_apps(cluster))
     log.info("drill: submitting a Silver build and killing the worker in its middle")
     running = submitter.start("drill-build-silver", "build", ("silver", "--engine", "entity_resolution@1"))
@@ -519,7 +528,9 @@ def worker_drill(story: Story, cluster: StandaloneCluster, submitter: Submitter)
         )
         return
     story.check("drill: the build failed (exit 1)", done.exit_code == 1, done.error)
-    shown = submit(story, cluster, submitter, "drill-ledger-show", "ledger", "show", "--kind", "run_finished")
+    shown = submit(
+        story, cluster, submitter, "drill-ledger-show", "ledger_job", "show", "--kind", "run_finished"
+    )
     failed = [
         e
         for e in (shown.data or {}).get("entries", [])
@@ -532,7 +543,7 @@ def worker_drill(story: Story, cluster: StandaloneCluster, submitter: Submitter)
     )
     story.check(
         "drill: serving is untouched",
-        silver_serving(submitter.conf) == serving_before,
+        silver_serving(submitter.conf, submitter.secrets) == serving_before,
         f"silver.events at {serving_before}",
     )
     rerun = submit(
@@ -553,12 +564,12 @@ def _app_in_its_middle(cluster: StandaloneCluster, events: Path, running: Runnin
     return None
 
 
-def silver_serving(conf: Path) -> int | None:
+def silver_serving(conf: Path, environ: Mapping[str, str]) -> int | None:
     """``silver.events``'s current snapshot, read without a JVM (pyiceberg on the same catalog)."""
     from lakehouse.catalog import open_catalog
     from lakehouse.config import load_config
 
-    config = load_config(conf, environ={})
+    config = load_config(conf, environ=environ)
     catalog = open_catalog(config)
     suffix = f"_{config.instance}" if config.instance else ""
     table = catalog.load_table(f"silver{suffix}.events")
@@ -654,18 +665,21 @@ CATALOGS = ("sqlite", "postgres")
 
 
 @contextlib.contextmanager
-def iceberg_catalog(kind: str) -> Iterator[dict[str, str]]:
-    """The Iceberg catalog of the story as configuration overrides: none for the embedded
+def iceberg_catalog(kind: str) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
+    """The Iceberg catalog of the story: configuration overrides for the file, and the
+    environment of every command (the password, never in a file). Nothing for the embedded
     SQLite catalog under the work dir; a throwaway PostgreSQL server on loopback
     (:mod:`local_services.postgres`), stopped afterwards, for ``postgres``."""
     if kind == "sqlite":
-        yield {}
+        yield {}, {}
         return
     from local_services.postgres import local_postgres
 
     with local_postgres() as server:
         log.info("Iceberg catalog: PostgreSQL at %s", server.jdbc_uri)
-        yield server.lakehouse_overrides()
+        overrides = server.lakehouse_overrides()
+        password = overrides.pop("iceberg.password")
+        yield overrides, {"LAKEHOUSE__ICEBERG__PASSWORD": password}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -689,7 +703,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     story = Story(catalog=args.catalog, master="")
     try:
-        with stopped_on_sigterm(), iceberg_catalog(args.catalog) as catalog:
+        with stopped_on_sigterm(), iceberg_catalog(args.catalog) as (catalog, secrets):
             conf = write_config(root / "cluster.yaml", root / "lake", catalog)
             py_files = build_py_files(root / "dist" / "lakehouse_replay.zip")
             log.info(
@@ -710,7 +724,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with StandaloneCluster(root / "cluster", settings) as cluster:
                 story.master = cluster.master_url
                 log.info("cluster: %s, master UI %s", cluster.master_url, cluster.master_webui)
-                submitter = Submitter(cluster.master_url, conf, root, py_files, submit_args)
+                submitter = Submitter(cluster.master_url, conf, root, py_files, submit_args, secrets)
                 unreachable_master(story, submitter)
                 if (
                     run_story(story, cluster, submitter, root / "history", args.entities, args.months)

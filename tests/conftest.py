@@ -26,12 +26,13 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from lakehouse.config import LakehouseConfig, TableFormat, Zone, load_config
 from lakehouse.tables import Table, TableSpec, open_table
+from local_services.postgres import LocalPostgres, local_postgres
 
 if TYPE_CHECKING:
     from tests.replay_history import Lifecycle
@@ -63,10 +64,9 @@ AS_USERS_RUN = ("tests/test_demo.py", "tests/jobs/test_cli_history.py")
 call sites, as users get them (the two settings above are for the other modules only)."""
 
 
-@pytest.fixture(scope="session")
-def lakehouse_config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfig:
-    """The shipped configuration, pointed at a fresh work dir and sized for tests."""
-    workdir = tmp_path_factory.mktemp("lakehouse")
+def _test_config(workdir: Path, **overrides: Any) -> LakehouseConfig:
+    """The shipped configuration, pointed at ``workdir`` and sized for tests."""
+    shipped = load_config(REPO / "conf" / "lakehouse.yaml", environ={})
     return load_config(
         REPO / "conf" / "lakehouse.yaml",
         environ={},
@@ -80,8 +80,50 @@ def lakehouse_config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfi
                 **NO_PYTHON_CALL_SITES,
             },
             "spark.java_options": os.environ.get("LAKEHOUSE_TEST_JAVA_OPTIONS", TEST_JAVA_OPTIONS),
+            # the shared session also serves the PostgreSQL catalog (postgres_config)
+            "jars.packages": [*shipped.jars.packages, shipped.jars.postgres_driver],
+            **overrides,
         },
     )
+
+
+@pytest.fixture(scope="session")
+def lakehouse_config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfig:
+    """The shipped configuration, pointed at a fresh work dir and sized for tests."""
+    return _test_config(tmp_path_factory.mktemp("lakehouse"))
+
+
+POSTGRES_CATALOG = "lakepg"
+"""The name of the PostgreSQL Iceberg catalog in the shared session (beside ``lake`` on SQLite)."""
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[LocalPostgres]:
+    """A real PostgreSQL server on loopback for the whole run (local_services.postgres), started
+    by the first test that needs it, stopped at the end."""
+    with local_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_config(
+    spark_session: Any, lakehouse_config: LakehouseConfig, postgres_server: LocalPostgres
+) -> LakehouseConfig:
+    """The test configuration with its Iceberg catalog on PostgreSQL, as a cluster's team would
+    share it: a JDBC catalog with a user and password, registered in the shared session as a
+    second Iceberg catalog (Spark loads catalogs on first use, so no second session is needed)."""
+    from lakehouse.session import catalog_conf, catalog_secrets
+
+    config = _test_config(
+        lakehouse_config.workdir_path,
+        **postgres_server.lakehouse_overrides(),
+        **{"iceberg.name": POSTGRES_CATALOG, "iceberg.warehouse": str(lakehouse_config.workdir_path / "pg")},
+    )
+    prefix = f"spark.sql.catalog.{POSTGRES_CATALOG}"
+    for key, value in (catalog_conf(config) | catalog_secrets(config)).items():
+        if key == prefix or key.startswith(prefix + "."):
+            spark_session.conf.set(key, value)
+    return config
 
 
 @pytest.fixture(scope="session")
@@ -124,12 +166,19 @@ def table_format(request: pytest.FixtureRequest) -> TableFormat:
     return TableFormat(request.param)
 
 
+@pytest.fixture
+def catalog_config(lakehouse_config: LakehouseConfig) -> LakehouseConfig:
+    """The configuration :func:`make_table` makes its tables in: the Iceberg catalog on SQLite
+    (``tests/lakehouse`` adds the one on PostgreSQL)."""
+    return lakehouse_config
+
+
 TableFactory = Callable[..., Table]
 
 
 @pytest.fixture
 def make_table(
-    spark_session: object, lakehouse_config: LakehouseConfig, table_format: TableFormat
+    spark_session: object, catalog_config: LakehouseConfig, table_format: TableFormat
 ) -> Iterator[TableFactory]:
     """Create uniquely named tables of the parametrised format; dropped after the test."""
     created: list[Table] = []
@@ -152,7 +201,7 @@ def make_table(
             sort_by=sort_by,
             personal_columns=personal,
         )
-        table = open_table(spark_session, lakehouse_config, spec)  # type: ignore[arg-type]
+        table = open_table(spark_session, catalog_config, spec)  # type: ignore[arg-type]
         if create:
             table.create()
         created.append(table)

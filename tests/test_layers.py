@@ -174,3 +174,25 @@ def test_only_the_listed_modules_above_the_table_interface_branch_on_a_format() 
     assert aware == set(FORMAT_AWARE), (
         f"modules naming a table format: {sorted(aware)}; listed: {sorted(FORMAT_AWARE)}"
     )
+
+
+SERVICES = "local_services"
+"""Throwaway servers for the tests and demos (PostgreSQL): outside the product's layers."""
+
+
+def test_local_services_stay_outside_the_product() -> None:
+    """The product never imports the throwaway servers, and they import nothing of the product
+    (a cluster never has them; scripts use them through ``python -m local_services.postgres``)."""
+    importers = [
+        str(path.relative_to(REPO))
+        for package in ORDER
+        for path in sorted((REPO / package).rglob("*.py"))
+        if any(module.split(".")[0] == SERVICES for module in imported_modules(path))
+    ]
+    assert not importers, f"product modules import {SERVICES}: {importers}"
+    own = {
+        str(path.relative_to(REPO)): sorted(imported_packages(path))
+        for path in sorted((REPO / SERVICES).rglob("*.py"))
+        if imported_packages(path)
+    }
+    assert not own, f"{SERVICES} imports the product: {own}"

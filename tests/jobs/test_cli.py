@@ -182,6 +182,75 @@ def test_submit_args_json_names_packages_and_catalogs() -> None:
     assert "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog" in confs
 
 
+SECRET = "n0t-shown-7f3a"
+
+
+def catalog_env(uri: str, password: str = SECRET) -> dict[str, str]:
+    """The environment of a user whose Iceberg catalog is JDBC on PostgreSQL."""
+    return {
+        **os.environ,
+        "LAKEHOUSE__ICEBERG__URI": uri,
+        "LAKEHOUSE__ICEBERG__USER": "iceberg",
+        "LAKEHOUSE__ICEBERG__PASSWORD": password,
+    }
+
+
+def test_a_catalog_server_that_is_down_is_one_line_exit_3_and_nothing_written(tmp_path: Path) -> None:
+    """PostgreSQL down: ``ingest`` would write Bronze (Delta, no catalog needed) before the ledger
+    (Iceberg): the command stops before Spark starts, so neither a Bronze table nor a ledger
+    entry nor the work dir itself exists afterwards."""
+    from local_services.postgres import free_port
+
+    deliveries = tmp_path / "history"
+    made = run("generate", "--out", str(deliveries), "--entities", "3", "--months", "1", "--quiet")
+    assert made.returncode == 0, made.stderr
+    assert any((deliveries / "orders").iterdir())
+    uri = f"jdbc:postgresql://127.0.0.1:{free_port()}/iceberg"  # nothing listens, as after a server stops
+    workdir = tmp_path / "lake"
+    for args in (
+        ("ingest", "--feed", "orders", "--source", str(deliveries)),
+        ("build", "silver"),
+    ):
+        result = run(
+            *args, "--workdir", str(workdir), "--quiet", env=catalog_env(uri + f"?password={SECRET}")
+        )
+        assert result.returncode == 3, (args, result.stderr)
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"error: Iceberg catalog 'lake' at {uri}?password=*** is unreachable")
+        assert "Connection refused" in result.stderr
+        assert SECRET not in result.stderr + result.stdout
+        assert not workdir.exists(), f"{args[0]} wrote {sorted(workdir.rglob('*'))}"
+
+
+def test_a_refused_catalog_password_is_exit_3_naming_the_uri_not_the_password(
+    tmp_path: Path, postgres_server: Any
+) -> None:
+    result = run(
+        "tables", "--workdir", str(tmp_path / "lake"), "--json", env=catalog_env(postgres_server.jdbc_uri)
+    )
+    assert result.returncode == 3, result.stderr
+    error = json.loads(result.stderr.strip())
+    assert error["exit_code"] == 3
+    assert postgres_server.jdbc_uri in error["error"]
+    assert 'password authentication failed for user "iceberg"' in error["error"]
+    assert SECRET not in result.stderr
+    assert postgres_server.password not in result.stderr
+    assert not (tmp_path / "lake").exists()
+
+
+def test_submit_args_for_a_postgresql_catalog_add_its_driver_and_never_the_password() -> None:
+    result = run("submit-args", "--json", env=catalog_env("jdbc:postgresql://catalog-db:5432/iceberg"))
+    assert result.returncode == 0, result.stderr
+    args = json.loads(result.stdout)["args"]
+    assert any(
+        p.startswith("org.postgresql:postgresql:") for p in args[args.index("--packages") + 1].split(",")
+    )
+    assert "spark.sql.catalog.lake.uri=jdbc:postgresql://catalog-db:5432/iceberg" in args
+    assert "spark.sql.catalog.lake.jdbc.user=iceberg" in args
+    assert SECRET not in result.stdout
+    assert "password" not in result.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.spark
 def test_a_job_runs_under_spark_submit_with_the_cli_arguments(tmp_path: Path) -> None:

@@ -111,3 +111,63 @@ def test_flags_win_over_environment_and_file(tmp_path: Path) -> None:
 def test_force_format_overrides_every_table(tmp_path: Path) -> None:
     config = load_config(REPO / "conf" / "lakehouse.yaml", environ={}, overrides={"force_format": "delta"})
     assert {config.format_of(t) for t in config.tables.values()} == {TableFormat.DELTA}
+
+
+def test_a_postgresql_catalog_loads_its_driver_and_keeps_its_password_out_of_submit_args(
+    tmp_path: Path,
+) -> None:
+    from lakehouse.session import runtime_conf, session_conf, submit_args
+
+    path = write(tmp_path, "iceberg:\n  uri: jdbc:postgresql://catalog-db:5432/iceberg\n  user: lake\n")
+    # digits only: read verbatim, not as the YAML number 7 (which would lose the zero)
+    config = load_config(path, environ={"LAKEHOUSE__ICEBERG__PASSWORD": "007"})
+    assert config.iceberg_on_postgres
+    assert config.iceberg.password is not None
+    assert config.iceberg.password.get_secret_value() == "007"
+    assert "007" not in repr(config)
+    assert config.jar_packages[-1] == config.jars.postgres_driver
+    assert config.jars.postgres_driver.startswith("org.postgresql:postgresql:")
+    args = submit_args(config)
+    assert config.jars.postgres_driver in args[args.index("--packages") + 1].split(",")
+    assert "spark.sql.catalog.lake.jdbc.user=lake" in args
+    assert not any("password" in a or "007" in a for a in args)
+    # the driver sets it itself: in the local session, and when joining spark-submit's
+    assert session_conf(config)["spark.sql.catalog.lake.jdbc.password"] == "007"
+    assert runtime_conf(config)["spark.sql.catalog.lake.jdbc.password"] == "007"
+
+    embedded = load_config(REPO / "conf" / "lakehouse.yaml", environ={})
+    assert not embedded.iceberg_on_postgres
+    assert embedded.jar_packages == embedded.jars.packages
+
+
+def test_a_bad_password_is_named_not_shown_and_credentials_have_one_place(tmp_path: Path) -> None:
+    path = write(tmp_path, "iceberg:\n  password: [hunter2]\n")
+    with pytest.raises(ConfigError, match=r"key 'iceberg.password' has an invalid value \(not shown") as bad:
+        load_config(path, environ={})
+    assert "hunter2" not in str(bad.value)
+    path = write(tmp_path, "iceberg:\n  properties: {jdbc.password: hunter2}\n")
+    with pytest.raises(ConfigError, match=r"set iceberg.user and iceberg.password") as doubled:
+        load_config(path, environ={})
+    assert "hunter2" not in str(doubled.value)
+
+
+def test_the_cluster_example_extends_the_shipped_file_with_a_postgresql_catalog(tmp_path: Path) -> None:
+    shipped = load_config(REPO / "conf" / "lakehouse.yaml", environ={})
+    cluster = load_config(REPO / "conf" / "cluster.example.yaml", environ={})
+    assert cluster.iceberg_on_postgres
+    assert cluster.iceberg.uri == "jdbc:postgresql://catalog-db:5432/iceberg"
+    assert cluster.iceberg.user == "iceberg"
+    assert cluster.iceberg.password is None, "the example never holds a password"
+    assert cluster.warehouse_uri == "s3a://my-bucket/lakehouse"
+    assert cluster.spark.master == "yarn"
+    assert cluster.spark.driver_memory == shipped.spark.driver_memory, "sections merge key by key"
+    assert cluster.tables == shipped.tables
+    assert cluster.zone_formats == shipped.zone_formats
+
+    loop = write(tmp_path, "extends: lakehouse.yaml\n")
+    with pytest.raises(ConfigError, match="makes a cycle"):
+        load_config(loop, environ={})
+    missing = tmp_path / "other.yaml"
+    missing.write_text("extends: nowhere.yaml\n")
+    with pytest.raises(ConfigError, match=r"nowhere\.yaml: configuration file not found"):
+        load_config(missing, environ={})

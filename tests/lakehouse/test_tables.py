@@ -1,4 +1,5 @@
-"""Table behaviours every caller relies on, run once per format (delta, iceberg)."""
+"""Table behaviours every caller relies on, run once per format (delta, iceberg); those marked
+``catalog`` also on the Iceberg catalog on PostgreSQL (iceberg-pg, see tests/lakehouse/conftest.py)."""
 
 from __future__ import annotations
 
@@ -160,6 +161,7 @@ def test_publish_is_refused_when_serving_moved_after_staging(table: Table, spark
     assert rows(table) == [(1, "a", 10), (3, "b", 30)]
 
 
+@pytest.mark.catalog
 def test_a_concurrent_reader_sees_old_or_new_never_a_mix(table: Table, spark_session: Any) -> None:
     old = [(i, p, 1) for i, p in enumerate(["a", "b", "c", "d"] * 5)]
     table.append(frame(spark_session, old))
@@ -189,6 +191,7 @@ def test_a_concurrent_reader_sees_old_or_new_never_a_mix(table: Table, spark_ses
     assert seen[-1] == (20, 40)
 
 
+@pytest.mark.catalog
 def test_rollback_restores_the_exact_prior_content(table: Table, spark_session: Any) -> None:
     table.append(frame(spark_session, [(1, "a", 10), (2, "b", 20)]))
     good = table.current_version()
@@ -225,6 +228,7 @@ def test_bronze_refuses_overwrite_merge_delete_but_allows_erasure(
     assert last.metadata["lakehouse.erasure-reason"] == "subject erasure request 42"
 
 
+@pytest.mark.catalog
 def test_a_failed_create_leaves_no_table_behind(make_table: Any) -> None:
     broken = make_table("id INT, part STRING", partition_by=("no_such_column",), create=False)
     with pytest.raises(TableError, match="cannot create"):
