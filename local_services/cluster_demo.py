@@ -379,10 +379,11 @@ class Story:
 
 
 def subject_email(history: Path) -> str:
-    """A planted fraud-ring member's first address: a subject with correlations to erase."""
+    """The first address of the first person outside the planted fraud rings (an ordinary
+    customer asking to be erased), from the generator's ground truth."""
     truth = json.loads((history / "_ground_truth.json").read_text())
-    ring = sorted(truth["rings"])[0]
-    person = truth["rings"][ring][0]
+    ring_members = {person for members in truth["rings"].values() for person in members}
+    person = min(p for p in truth["persons"] if p not in ring_members)
     return str(truth["persons"][person]["emails"][0])
 
 
@@ -726,10 +727,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log.info("cluster: %s, master UI %s", cluster.master_url, cluster.master_webui)
                 submitter = Submitter(cluster.master_url, conf, root, py_files, submit_args, secrets)
                 unreachable_master(story, submitter)
-                if (
-                    run_story(story, cluster, submitter, root / "history", args.entities, args.months)
-                    and args.drill
-                ):
+                run_story(story, cluster, submitter, root / "history", args.entities, args.months)
+                built = any(s.step == "build-silver" and s.exit_code == 0 for s in story.steps)
+                if args.drill and built:
                     worker_drill(story, cluster, submitter)
                 check_evidence(story)
     except KeyboardInterrupt:
