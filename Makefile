@@ -83,7 +83,7 @@ clean-work: ## remove the demo work dir
 clean: clean-work ## remove the virtualenv and caches (the jar cache in ~/.cache is kept)
 	rm -rf $(VENV) $(LOCK_TOOLS) .mypy_cache .ruff_cache .pytest_cache *.egg-info
 
-CLUSTER_ARGS ?=
+CLUSTER_ARGS ?= --catalog postgres
 
 cluster-demo: setup ## the whole story job by job on a Spark standalone master + worker on 127.0.0.1 (spark-submit), with proof that executors ran it
 	$(BIN)/python -m local_services.cluster_demo $(CLUSTER_ARGS)

@@ -493,7 +493,8 @@ def worker_drill(story: Story, cluster: StandaloneCluster, submitter: Submitter)
     serving_before = silver_serving(submitter.conf, submitter.secrets)
     before = set(completed_apps(cluster))
     log.info("drill: submitting a Silver build and killing the worker in its middle")
-    running = submitter.start("drill-build-silver", "build", ("silver", "--engine", "entity_resolution@1"))
+    # the resolver in force: ER v3 is published by now, and a pin of v1 is refused
+    running = submitter.start("drill-build-silver", "build", ("silver",))
     try:
         app_id = _app_in_its_middle(cluster, submitter.events, running)
         if app_id is None:
@@ -547,9 +548,7 @@ def worker_drill(story: Story, cluster: StandaloneCluster, submitter: Submitter)
         silver_serving(submitter.conf, submitter.secrets) == serving_before,
         f"silver.events at {serving_before}",
     )
-    rerun = submit(
-        story, cluster, submitter, "drill-rerun-silver", "build", "silver", "--engine", "entity_resolution@1"
-    )
+    rerun = submit(story, cluster, submitter, "drill-rerun-silver", "build", "silver")
     story.check("drill: a rerun completes", rerun.exit_code == 0, rerun.error)
 
 
