@@ -15,7 +15,7 @@ CONF ?= conf/lakehouse.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock jars postgres demo test test-fast lint format bench clean clean-work
+.PHONY: help setup lock jars postgres demo test test-fast lint format bench clean clean-work cluster-demo
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -85,3 +85,8 @@ clean-work: ## remove the demo work dir
 
 clean: clean-work ## remove the virtualenv and caches (the jar cache in ~/.cache is kept)
 	rm -rf $(VENV) $(LOCK_TOOLS) .mypy_cache .ruff_cache .pytest_cache *.egg-info
+
+CLUSTER_ARGS ?= --catalog postgres
+
+cluster-demo: setup ## the whole story job by job on a Spark standalone master + worker on 127.0.0.1 (spark-submit), with proof that executors ran it
+	$(BIN)/python -m local_services.cluster_demo $(CLUSTER_ARGS)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakehouse.catalog import catalog_password, check_catalog_reachable
 from lakehouse.config import LakehouseConfig
+from lakehouse.errors import EnvironmentProblem
 from lakehouse.jars import check_java, resolve_jars
 
 if TYPE_CHECKING:
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+MASTER_CONNECT_TIMEOUT_S = 5.0
+"""How long a standalone master's port may take to accept a connection before it counts as unreachable."""
 
 SPARK_EXTENSIONS = (
     "io.delta.sql.DeltaSparkSessionExtension,"
@@ -108,11 +113,13 @@ def build_session(config: LakehouseConfig) -> SparkSession:
     if launched_by_spark_submit():
         # spark-submit already started the JVM with the cluster's master, packages and
         # catalog settings (see `lakehouse submit-args`); only runtime settings apply now.
+        check_master(_submitted_master())
         log.debug("joining the session spark-submit started (%s)", config.spark.app_name)
         builder = SparkSession.builder.appName(config.spark.app_name)
         for key, value in runtime_conf(config).items():
             builder = builder.config(key, value)
     else:
+        check_master(config.spark.master)
         check_java()
         jars = resolve_jars(
             config.jar_cache_path, config.jar_packages, config.jars.excludes, config.jars.repository
@@ -131,17 +138,63 @@ def build_session(config: LakehouseConfig) -> SparkSession:
         for key, value in session_conf(config).items():
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if spark.sparkContext._jsc.sc().isStopped():
+        # a standalone client that could not register (a port that answers but is no master)
+        # stops its context after its own retries
+        raise EnvironmentProblem(
+            f"the Spark master {spark.sparkContext.master} did not accept the application: "
+            f"check that it is a Spark master and has workers"
+        )
     spark.sparkContext.setLogLevel(config.spark.log_level)
     return spark
 
 
+def check_master(master: str, timeout: float = MASTER_CONNECT_TIMEOUT_S) -> None:
+    """Refuse at once a standalone master (``spark://host:port[,host:port]``) nobody listens at.
+
+    Spark's standalone client tries to register three times, 20 s apart, before it gives up
+    (fixed in ``StandaloneAppClient``: no setting bounds it), and a job then fails on a
+    stopped context. A TCP connection to each master of the URL tells within ``timeout``
+    seconds. Other masters (``local``, ``yarn``, ``k8s://``) are left to Spark.
+    """
+    if not master.startswith("spark://"):
+        return
+    failures = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except ValueError:
+            failures.append(f"{address}: no port")
+        except OSError as exc:
+            failures.append(f"{address}: {exc.strerror or type(exc).__name__}")
+    raise EnvironmentProblem(
+        f"the Spark master {master} is unreachable ({'; '.join(failures)}): start it, or fix --master "
+        f"(spark.master)"
+    )
+
+
+def _submitted_master() -> str:
+    """The master ``spark-submit`` was given, read from the JVM it started (no context yet)."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return str(SparkConf().get("spark.master", ""))
+
+
 def runtime_conf(config: LakehouseConfig) -> dict[str, str]:
-    """Settings that may still change after the JVM started (SQL settings, the catalog's secrets)."""
-    conf = {
-        "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
-        "spark.sql.session.timeZone": "UTC",
-        **catalog_secrets(config),
-    }
+    """Settings that may still change after the JVM started (SQL settings, Delta's among them,
+    and the catalog's secrets)."""
+    runtime = (
+        "spark.sql.shuffle.partitions",
+        "spark.sql.session.timeZone",
+        "spark.databricks.delta.snapshotPartitions",
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism",
+    )
+    local = session_conf(config)
+    conf = {key: local[key] for key in runtime}
+    conf.update(catalog_secrets(config))
     conf.update({k: v for k, v in config.spark.conf.items() if k.startswith("spark.sql.")})
     return conf
 

@@ -291,3 +291,22 @@ def test_a_job_runs_under_spark_submit_with_the_cli_arguments(tmp_path: Path) ->
     tables = json.loads(result.stdout)["tables"]
     assert {t["name"] for t in tables} >= {"bronze.orders", "silver.events", "gold.correlations"}
     assert all(t["exists"] is False for t in tables)
+
+
+def _unused_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_an_unreachable_master_is_one_line_naming_it_and_exit_3_before_spark_starts(tmp_path: Path) -> None:
+    url = f"spark://127.0.0.1:{_unused_port()}"
+    env = {**os.environ, "LAKEHOUSE__SPARK__MASTER": url}
+    result = run("tables", "--json", "--workdir", str(tmp_path), env=env)
+    assert result.returncode == 3, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    error = json.loads(line)
+    assert error["exit_code"] == 3
+    assert error["error"].startswith(f"the Spark master {url} is unreachable ("), error
