@@ -45,7 +45,8 @@ from typing import Any
 
 import yaml
 
-from local_services.spark_standalone import ClusterSettings, StandaloneCluster, free_port, spark_home
+from local_services.ports import free_port
+from local_services.spark_standalone import ClusterSettings, StandaloneCluster, spark_home
 
 log = logging.getLogger(__name__)
 

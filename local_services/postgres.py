@@ -44,7 +44,6 @@ import os
 import secrets
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -53,6 +52,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from local_services.ports import free_port
 
 log = logging.getLogger(__name__)
 
@@ -246,13 +247,6 @@ def _create_catalog_database(server: LocalPostgres) -> None:
         as_owner=False,
         stdin=script,  # not on the command line, where `ps` would show the password
     )
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nothing listened on a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
 
 
 # -- binaries ---------------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
+
+from local_services.ports import free_port
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +50,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now, on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def read_json(url: str, timeout: float = 5.0) -> dict[str, Any]:

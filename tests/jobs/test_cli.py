@@ -213,7 +213,7 @@ def test_a_catalog_server_that_is_down_is_one_line_exit_3_and_nothing_written(tm
     """PostgreSQL down: ``ingest`` would write Bronze (Delta, no catalog needed) before the ledger
     (Iceberg): the command stops before Spark starts, so neither a Bronze table nor a ledger
     entry nor the work dir itself exists afterwards."""
-    from local_services.postgres import free_port
+    from local_services.ports import free_port
 
     deliveries = tmp_path / "history"
     made = run("generate", "--out", str(deliveries), "--entities", "3", "--months", "1", "--quiet")

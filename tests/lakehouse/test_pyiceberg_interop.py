@@ -37,7 +37,7 @@ def test_a_password_in_a_uri_is_never_shown() -> None:
 
 
 def test_the_no_jvm_reader_names_a_catalog_server_that_is_down(lakehouse_config: LakehouseConfig) -> None:
-    from local_services.postgres import free_port
+    from local_services.ports import free_port
 
     uri = f"jdbc:postgresql://127.0.0.1:{free_port()}/iceberg"
     down = lakehouse_config.model_copy(
