@@ -24,7 +24,6 @@ WORKLOAD_ORDER = [
     {"ml"},
     {"compliance"},
     {"maintenance"},
-    {"reconciliation"},
     {"pipeline"},
     {"synthetic"},
 ]

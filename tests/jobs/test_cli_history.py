@@ -43,8 +43,8 @@ REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf" / "lakehouse.yaml"
 PLAN = REPO / "conf" / "plans" / "er-v3-recorrelation.yaml"
 FEEDS = ("orders", "refunds", "logins", "settlements", "outcomes")
-ML_TABLES = ("gold.training_sets", "gold.calibration_reports")
-"""Written by training-set and calibrate, which this history does not run."""
+ML_TABLES = ("gold.training_sets", "gold.calibration_reports", "gold.fraud_scores")
+"""Written by training-set, calibrate and score, which this history does not run."""
 
 
 @dataclass(frozen=True)
