@@ -23,6 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full", action="store_true", help="gold: recompute everything, not only changes")
     parser.add_argument("--policies", type=Path, default=Path("conf/policies.yaml"), help="lateness policy")
     parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engine_pins_argument(
+        parser,
+        "run this declared version instead of the one in force (repeatable; recorded with the "
+        "rule's own choice), e.g. entity_resolution@1 to start a fresh lakehouse under v1",
+    )
+
+
+def add_engine_pins_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--engine NAME@VERSION`` (repeatable) into ``args.pins``: the versions a run takes instead
+    of the ones in force; shared by ``build`` and ``stream`` so both pin the same way."""
     parser.add_argument(
         "--engine",
         dest="pins",
@@ -30,8 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=engine_pin,
         default=[],
         metavar="NAME@VERSION",
-        help="run this declared version instead of the one in force (repeatable; recorded with the "
-        "rule's own choice), e.g. entity_resolution@1 to start a fresh lakehouse under v1",
+        help=help_text,
     )
 
 

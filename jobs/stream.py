@@ -17,7 +17,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.build import engine_pin
+from jobs.build import add_engine_pins_argument
 from jobs.common import Context, Outcome, add_policies_argument
 
 NAME = "stream"
@@ -42,14 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="cap the Bronze data files one micro-batch takes, per feed",
     )
     parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
-    parser.add_argument(
-        "--engine",
-        dest="pins",
-        action="append",
-        type=engine_pin,
-        default=[],
-        metavar="NAME@VERSION",
-        help="run this declared version instead of the one in force (repeatable), as build does",
+    add_engine_pins_argument(
+        parser, "run this declared version instead of the one in force (repeatable), as build does"
     )
     parser.add_argument(
         "--fail-at",
