@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,6 +18,14 @@ def materialize(df: DataFrame) -> DataFrame:
     ("computeStats called before pushdown") and would re-read a newer version anyway.
     """
     return df.localCheckpoint(eager=True)
+
+
+def union_all(frames: Sequence[DataFrame]) -> DataFrame:
+    """The rows of every frame in ``frames`` (at least one), matched by column name."""
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    return union
 
 
 def in_session(df: DataFrame, spark: SparkSession) -> DataFrame:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import UsageError
+from lakehouse.frames import union_all
 from lakehouse.identifiers import IDENTIFIER_SEPARATORS
 from lakehouse.tables import TableRegistry
 from workloads.compliance.scan import tokens
@@ -222,10 +223,7 @@ def _every_silver_version(registry: TableRegistry) -> DataFrame | None:
     frames += [
         table.read_candidate(table.open_candidate(n, None)).select(*columns) for n in table.list_candidates()
     ]
-    union = frames[0]
-    for frame in frames[1:]:
-        union = union.unionByName(frame)
-    return union.distinct().localCheckpoint()
+    return union_all(frames).distinct().localCheckpoint()
 
 
 def _entities_under_every_resolver(silver: DataFrame, emails: set[str]) -> set[str]:

@@ -47,6 +47,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import partition_hashes
+from lakehouse.frames import union_all
 from workloads.replay.recount import ASSET_OF_TYPE, PairKey, Recount, month_of
 from workloads.vocabulary import CURRENT_STATUSES, CorrelationStatus, Verdict
 
@@ -449,9 +450,7 @@ def trace_to_bronze(
                 .select("key", "member", asset.alias("asset"), "domain", *coords)
                 .where(F.col("asset").isNotNull())
             )
-    uses = frames[0]
-    for frame in frames[1:]:
-        uses = uses.unionByName(frame)
+    uses = union_all(frames)
     shared = (
         uses.groupBy("key", "asset")
         .agg(F.count_distinct("member").alias("members"))

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Final
 
-from lakehouse.frames import materialize
+from lakehouse.frames import materialize, union_all
 from workloads.vocabulary import ChangeKind
 
 if TYPE_CHECKING:
@@ -320,10 +320,7 @@ def crowding_flips(events: DataFrame, affected: DataFrame, max_entities: int) ->
         )
         members = uses.join(flipped, "_asset").select(F.explode(F.array(OLD, NEW)).alias("entity_id"))
         found.append(members)
-    result = found[0]
-    for frame in found[1:]:
-        result = result.unionByName(frame)
-    return result.where(F.col("entity_id").isNotNull()).distinct()
+    return union_all(found).where(F.col("entity_id").isNotNull()).distinct()
 
 
 def recomputed_entities(affected: DataFrame, flips: DataFrame) -> DataFrame:

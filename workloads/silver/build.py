@@ -49,7 +49,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import ConfigError, UsageError
-from lakehouse.frames import materialize
+from lakehouse.frames import materialize, union_all
 from lakehouse.tables.base import describe_versions, partition_predicate, sql_literal
 from workloads.bronze.ingest import bronze_tables, feed_of
 from workloads.engines import entity_resolution
@@ -208,9 +208,7 @@ def build_silver(
     if not canonical:
         log.info("silver build %s: no pinned Bronze table has been written; nothing to build", run_id)
         return _empty_report(run_id, resolver_version, pins, scope, registry)
-    union = canonical[0]
-    for frame in canonical[1:]:
-        union = union.unionByName(frame)
+    union = union_all(canonical)
     approvals = (*approvals_in_queue(registry), *approving)
     # materialized, not cached: the Silver story took 102 s against 112 s, side by side
     fated = materialize(assign_fates(union, policy, approvals))

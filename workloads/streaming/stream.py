@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import InjectedFailure, UsageError
-from lakehouse.frames import in_session, materialize
+from lakehouse.frames import in_session, materialize, union_all
 from workloads.bronze.ingest import bronze_tables, feed_of
 from workloads.engines import correlation
 from workloads.gold.correlations import Producer
@@ -202,9 +202,7 @@ def correlate_batch(
     canonical = [
         canonicalise(bronze.where(F.col(FEED_COLUMN) == f).drop(FEED_COLUMN), ADAPTERS[f]) for f in feeds
     ]
-    union = canonical[0]
-    for frame in canonical[1:]:
-        union = union.unionByName(frame)
+    union = union_all(canonical)
     t0 = time.monotonic()
     fated = materialize(assign_fates(union, lateness, approvals_in_queue(registry)))
     log.debug("stream batch: fates in %.1f s", time.monotonic() - t0)
@@ -362,9 +360,7 @@ def run_stream(
         .withColumn(FEED_COLUMN, F.lit(feed_of(n)))
         for n in names
     ]
-    stream = sources[0]
-    for source in sources[1:]:
-        stream = stream.unionByName(source)
+    stream = union_all(sources)
     writer = stream.writeStream.queryName(query.replace("-", "_")).foreachBatch(sink)
     writer = writer.option("checkpointLocation", str(checkpoint))
     writer = (
