@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ledger.api import Ledger
-from ledger.entries import Notification, Publication
+from ledger.entries import Publication
 from workloads.replay import outbox
 from workloads.replay.state import RunState
 from workloads.replay.status import run_partitions
@@ -52,18 +52,7 @@ def notify(
     written = outbox.enqueue(box, messages, run_id=state.run_id)
     stored = outbox.messages_of(box, state.run_id)
     notified = state.notified()
-    entries = [
-        Notification(
-            run_id=state.run_id,
-            consumer=m.consumer,
-            table=m.table_name,
-            version=m.published_version,
-            decision_version=m.decision_version,
-            idempotency_key=m.idempotency_key,
-        )
-        for m in stored
-        if m.consumer not in notified
-    ]
+    entries = [outbox.notification_of(state.run_id, m) for m in stored if m.consumer not in notified]
     if entries:
         ledger.writer.append(*entries)
     log.info(

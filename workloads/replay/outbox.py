@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import canonical_json, digest_of
+from ledger.entries import Notification
 from workloads.vocabulary import TableName
 
 if TYPE_CHECKING:
@@ -77,6 +78,18 @@ def message(
         published_version=published_version,
         payload=canonical_json(dict(payload)),
         created_at=created_at if created_at.tzinfo is not None else created_at.replace(tzinfo=UTC),
+    )
+
+
+def notification_of(run_id: str, message: OutboxMessage) -> Notification:
+    """The ledger's record that ``message`` was written for ``run_id``'s consumer."""
+    return Notification(
+        run_id=run_id,
+        consumer=message.consumer,
+        table=message.table_name,
+        version=message.published_version,
+        decision_version=message.decision_version,
+        idempotency_key=message.idempotency_key,
     )
 
 

@@ -90,17 +90,7 @@ def record_reconciliation(
         ]
         box = registry.get(outbox.OUTBOX)
         written = outbox.enqueue(box, messages, run_id=report.run_id)
-        entries += [
-            Notification(
-                run_id=report.run_id,
-                consumer=m.consumer,
-                table=m.table_name,
-                version=m.published_version,
-                decision_version=m.decision_version,
-                idempotency_key=m.idempotency_key,
-            )
-            for m in written
-        ]
+        entries += [outbox.notification_of(report.run_id, m) for m in written]
     if entries:
         ledger.writer.append(*entries)
     missed = report.outcomes.get(StreamOutcome.MISSED, 0)
