@@ -15,7 +15,7 @@ CONF ?= conf/lakehouse.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock jars postgres demo test test-fast lint format bench clean clean-work cluster-demo
+.PHONY: help setup lock jars postgres demo check test test-fast lint format bench clean clean-work cluster-demo
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -55,6 +55,11 @@ demo: setup ## run the main job on the embedded default (work/ under this folder
 # built once); tests/conftest.py schedules them. WORKERS=0 runs in this process.
 WORKERS ?= 2
 XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --no-loadscope-reorder)
+
+# The JVM-free tier: no jars, no PostgreSQL, no Spark (tests/conftest.py gives the run a
+# JAVA_HOME whose java refuses, so a test that needs Spark cannot slip in unmarked).
+check: $(STAMP) lint ## lint and every test that starts no JVM (minutes): run it after every change
+	$(BIN)/pytest $(XDIST) -m 'not spark' $(PYTEST_ARGS)
 
 test: setup lint ## the whole suite: lint, unit, Spark integration on both formats, notebooks
 	$(BIN)/pytest $(XDIST) --durations=30 $(PYTEST_ARGS)

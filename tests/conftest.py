@@ -15,6 +15,12 @@ Which tests run on which formats:
   modules name one), so running each story once per forced format tested the table
   interface again, at twice the cost of the suite's slowest part.
 
+Which tests start a JVM is enforced, not remembered: a test whose fixtures include the Spark
+session is marked ``spark`` at collection; a run that deselects ``spark`` (``make check``) gets a
+``JAVA_HOME`` whose ``java`` refuses to start (``tests/no_jvm``), so a test that starts Spark in
+a CLI process without the marker fails there with one line, and the session fixture itself
+refuses to start.
+
 The fixture is named ``spark_session`` on purpose: it replaces pytest-spark's fixture of
 that name, so that tests get the session the toolkit itself builds (lakehouse.session),
 not a second, differently configured one.
@@ -23,6 +29,7 @@ not a second, differently configured one.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -38,6 +45,8 @@ if TYPE_CHECKING:
     from tests.replay_history import Lifecycle
 
 REPO = Path(__file__).resolve().parents[1]
+NO_JVM_HOME = REPO / "tests" / "no_jvm"
+"""The ``JAVA_HOME`` of a run without the ``spark`` tests: its ``java`` fails in one line."""
 FORMATS = [TableFormat.DELTA, TableFormat.ICEBERG]
 
 TEST_JAVA_OPTIONS = "-XX:+UseSerialGC"
@@ -62,6 +71,23 @@ suite-time notes in the README). A static setting that only PySpark reads, once 
 AS_USERS_RUN = ("tests/test_demo.py", "tests/jobs/test_cli_history.py")
 """The product-path modules (the demo, every CLI command): Spark's code generation and PySpark's
 call sites, as users get them (the two settings above are for the other modules only)."""
+
+
+def spark_deselected(config: pytest.Config) -> bool:
+    """Whether the run's ``-m`` expression leaves out a test marked ``spark``."""
+    from _pytest.mark.expression import Expression
+
+    markexpr = config.option.markexpr
+    if not markexpr:
+        return False
+    return not Expression.compile(markexpr).evaluate(lambda name, **_: name == "spark")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A run without the ``spark`` tests starts no JVM: every ``java`` it would start refuses."""
+    if spark_deselected(config):
+        os.environ["JAVA_HOME"] = str(NO_JVM_HOME)
+    config.pluginmanager.register(UnitClock(config), "lakehouse-unit-clock")
 
 
 def _test_config(workdir: Path, **overrides: Any) -> LakehouseConfig:
@@ -127,8 +153,15 @@ def postgres_config(
 
 
 @pytest.fixture(scope="session")
-def spark_session(lakehouse_config: LakehouseConfig) -> Iterator[object]:
+def spark_session(request: pytest.FixtureRequest, lakehouse_config: LakehouseConfig) -> Iterator[object]:
     from lakehouse.session import build_session
+
+    if spark_deselected(request.config):
+        pytest.fail(
+            f"{request.node.nodeid} asks for the Spark session in a run that deselects 'spark' "
+            f"(make check); mark it spark",
+            pytrace=False,
+        )
 
     spark = build_session(lakehouse_config)
     yield spark
@@ -296,11 +329,14 @@ def module_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules with slow tests first (a stable sort): each worker of a parallel run starts on
-    a long history while the short modules fill the gaps at the end. Refuses a reader of the
-    lifecycle that :data:`LIFECYCLE_READERS` does not list, and a user-path module of
-    :data:`AS_USERS_RUN` that is gone (renamed, it would silently lose Spark's defaults)."""
+    """Marks ``spark`` every test whose fixtures include the Spark session (before ``-m``
+    deselects: this hook runs first). Modules with slow tests first (a stable sort): each
+    worker of a parallel run starts on a long history while the short modules fill the gaps
+    at the end. Refuses a reader of the lifecycle that :data:`LIFECYCLE_READERS` does not
+    list, and a user-path module of :data:`AS_USERS_RUN` that is gone (renamed, it would
+    silently lose Spark's defaults)."""
     unlisted = {module_of(item) for item in items if "lifecycle" in getattr(item, "fixturenames", ())} - set(
         LIFECYCLE_READERS
     )
@@ -309,6 +345,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     renamed = [module for module in AS_USERS_RUN if not (REPO / module).is_file()]
     if renamed:
         raise pytest.UsageError(f"AS_USERS_RUN in tests/conftest.py names missing modules {renamed}")
+    for item in items:
+        if "spark_session" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.spark)
     slow = {module_of(item) for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: module_of(item) not in slow)
 
@@ -321,7 +360,70 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class HistoryScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "lifecycle" if module in LIFECYCLE_READERS else module
+            return unit_of(nodeid)
 
     return HistoryScheduling(config, log)  # type: ignore[arg-type]
+
+
+def unit_of(nodeid: str) -> str:
+    """A test's scheduling unit: its module, or ``lifecycle`` for the lifecycle's readers."""
+    module = nodeid.split("::", 1)[0]
+    return "lifecycle" if module in LIFECYCLE_READERS else module
+
+
+class UnitClock:
+    """Prints each scheduling unit's wall time as the unit ends (its first test's start to its
+    last test's teardown), so a slow unit shows in the log while the suite still runs. In an
+    xdist run it is the controller that prints, from the workers' reports."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.left: dict[str, int] = {}
+        self.span: dict[str, tuple[float, float]] = {}
+        self.worker: dict[str, str] = {}
+
+    def _expect(self, nodeids: Iterable[str]) -> None:
+        if self.left:
+            return  # every xdist worker reports the same collection
+        for nodeid in nodeids:
+            unit = unit_of(nodeid)
+            self.left[unit] = self.left.get(unit, 0) + 1
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        self._expect(ids)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not hasattr(self.config, "workerinput"):
+            self._expect(item.nodeid for item in session.items)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if hasattr(self.config, "workerinput"):
+            return  # the controller prints
+        unit = unit_of(report.nodeid)
+        start, stop = self.span.get(unit, (report.start, report.stop))
+        self.span[unit] = (min(start, report.start), max(stop, report.stop))
+        node = getattr(report, "node", None)  # an xdist worker's controller
+        self.worker[unit] = node.gateway.id if node is not None else "this process"
+        if report.when != "teardown" or unit not in self.left:
+            return
+        self.left[unit] -= 1
+        if self.left[unit] == 0:
+            start, stop = self.span[unit]
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"[unit] {unit}: {stop - start:.1f} s on {self.worker[unit]}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test stopped by pytest-timeout's ceiling cancels the Spark jobs it left running, so
+    the next test in this process gets the driver back instead of queueing behind them."""
+    report: pytest.TestReport = yield
+    if report.failed and "Timeout (>" in str(report.longrepr) and "pyspark" in sys.modules:
+        from pyspark import SparkContext
+
+        context = SparkContext._active_spark_context
+        if context is not None:
+            context.cancelAllJobs()
+    return report  # type: ignore[return-value]
