@@ -75,14 +75,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="lakehouse",
         description="A replayable medallion lakehouse on Spark, Delta Lake and Apache Iceberg.",
+        allow_abbrev=False,  # an option is spelled out: --engine is never read as --engines
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:
-            sub.add_parser(name)
+            sub.add_parser(name, allow_abbrev=False)
             continue
         module = _load(module_name)
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP, allow_abbrev=False)
         add_common_arguments(command)
         module.add_arguments(command)
         command.set_defaults(handler=module.run)

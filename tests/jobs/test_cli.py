@@ -41,6 +41,29 @@ def test_help_lists_the_commands() -> None:
         assert command in result.stdout
 
 
+NO_JVM = {**os.environ, "JAVA_HOME": str(REPO / "tests" / "no_jvm")}
+"""A process whose ``java`` refuses to start: a refusal that needs no JVM must not reach it."""
+
+
+def assert_refused_before_spark(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """Exit 2, one ``error: ...`` line on stderr naming what was wrong, no JVM started."""
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: "), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+    assert "starting Spark" not in result.stderr
+    assert "java" not in result.stderr.lower(), result.stderr
+
+
+def test_an_option_is_never_read_as_a_longer_one_it_prefixes() -> None:
+    """``--engine`` is not ``--engines`` (argparse's prefix matching is off everywhere)."""
+    result = run("replay", "--plan", "P", "--engine", "correlation@2", "--dry-run", env=NO_JVM)
+    assert_refused_before_spark(result, "unrecognized arguments: --engine correlation@2")
+    result = run("replay", "--pla", "conf/plans/er-v2-recorrelation.yaml", "--dry-run", env=NO_JVM)
+    assert_refused_before_spark(result, "--plan")
+
+
 def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> None:
     result = run("engines", "list", "--json")
     assert result.returncode == 0, result.stderr
