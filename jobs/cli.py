@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from jobs.common import add_common_arguments, execute
 from jobs.output import output_for
@@ -71,11 +71,54 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentsRefused(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
+JVM_COMPONENTS = {
+    "io.delta:delta-spark_": "Delta Lake",
+    "org.apache.iceberg:iceberg-spark-runtime-": "Iceberg",
+}
+"""Coordinate prefix of a pinned JVM package (``jars.packages``' default) -> the name ``--version`` shows."""
+
+
+def version_text() -> str:
+    """``lakehouse-replay X (Spark Y, Delta Lake Z, Iceberg W)``: the installed package, the
+    installed pyspark and the Delta and Iceberg jars pinned by default; nothing starts a JVM."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from lakehouse.config import JarSettings
+
+    def installed(distribution: str) -> str:
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            return "not installed"
+
+    parts = [f"Spark {installed('pyspark')}"]
+    for prefix, label in JVM_COMPONENTS.items():
+        parts += [f"{label} {p.rsplit(':', 1)[1]}" for p in JarSettings().packages if p.startswith(prefix)]
+    return f"lakehouse-replay {installed('lakehouse-replay')} ({', '.join(parts)})"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print :func:`version_text` and exit 0 (computed only when asked for)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        sys.stdout.write(version_text() + "\n")
+        sys.stdout.flush()
+        parser.exit(0)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="lakehouse",
         description="A replayable medallion lakehouse on Spark, Delta Lake and Apache Iceberg.",
         allow_abbrev=False,  # an option is spelled out: --engine is never read as --engines
+    )
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the version of lakehouse-replay, Spark and the pinned Delta Lake and Iceberg jars",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():

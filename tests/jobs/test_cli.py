@@ -64,6 +64,18 @@ def test_an_option_is_never_read_as_a_longer_one_it_prefixes() -> None:
     assert_refused_before_spark(result, "--plan")
 
 
+def test_version_names_the_package_spark_and_the_pinned_jars_without_a_jvm() -> None:
+    from importlib.metadata import version
+
+    result = run("--version", env=NO_JVM)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        f"lakehouse-replay {version('lakehouse-replay')} (Spark {version('pyspark')}, "
+        "Delta Lake 4.4.0, Iceberg 1.11.0)\n"
+    )
+    assert result.stderr == ""
+
+
 def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> None:
     result = run("engines", "list", "--json")
     assert result.returncode == 0, result.stderr
