@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
-from jobs.common import add_common_arguments, execute
+from jobs.common import GLOBAL_OPTIONS_WITH_A_VALUE, add_common_arguments, execute
 from jobs.output import output_for
 
 COMMANDS: dict[str, str] = {
@@ -120,6 +120,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action=_VersionAction,
         help="print the version of lakehouse-replay, Spark and the pinned Delta Lake and Iceberg jars",
     )
+    add_common_arguments(parser)  # global options: before the command, or after it (below)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:
@@ -127,18 +128,32 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             continue
         module = _load(module_name)
         command = sub.add_parser(name, help=module.HELP, description=module.HELP, allow_abbrev=False)
-        add_common_arguments(command)
+        add_common_arguments(command, defaults=False)
         module.add_arguments(command)
         command.set_defaults(handler=module.run)
     return parser
 
 
+def command_in(args_list: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is neither an option nor a
+    global option's value (``lakehouse --conf c.yaml asof ...`` is ``asof``)."""
+    words = iter(args_list)
+    for word in words:
+        if word in GLOBAL_OPTIONS_WITH_A_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    chosen = next((a for a in args_list if not a.startswith("-")), None)
+    chosen = command_in(args_list)
     parser = build_parser(only=chosen if chosen in COMMANDS else None)
     try:
         args = parser.parse_args(args_list)
+        if args.verbose and args.quiet:
+            raise ArgumentsRefused("lakehouse: --verbose and --quiet: choose one")
     except ArgumentsRefused as exc:
         output_for("--json" in args_list).error(str(exc), exc.exit_code)
         return exc.exit_code

@@ -93,25 +93,52 @@ class Context:
         self.steps(message, done=done, total=total)
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags every command takes."""
+GLOBAL_OPTIONS_WITH_A_VALUE = ("--conf", "--workdir", "--format")
+"""The global options that take a value (the command line's first other word is the command)."""
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+    """Flags every command takes, before or after the command's name.
+
+    The top parser has them with their defaults; each command's parser with ``defaults=False``
+    (``argparse.SUPPRESS``), so that a flag given before the command is not reset by the
+    command's parser when it is not repeated after it.
+    """
+
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
     parser.add_argument(
         "--conf",
         type=Path,
-        default=DEFAULT_CONF_PATH,
+        default=default(DEFAULT_CONF_PATH),
         help=f"configuration file (default: {DEFAULT_CONF_PATH})",
     )
-    parser.add_argument("--workdir", type=Path, help="work directory (overrides the configuration)")
     parser.add_argument(
-        "--format", choices=["delta", "iceberg"], help="force one format for every table (overrides zones)"
+        "--workdir", type=Path, default=default(None), help="work directory (overrides the configuration)"
     )
     parser.add_argument(
-        "--json", action="store_true", help="print the result as JSON (errors: one JSON line on stderr)"
+        "--format",
+        choices=["delta", "iceberg"],
+        default=default(None),
+        help="force one format for every table (overrides zones)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=default(False),
+        help="print the result as JSON (errors: one JSON line on stderr)",
     )
     loudness = parser.add_mutually_exclusive_group()
-    loudness.add_argument("--verbose", action="store_true", help="debug messages on stderr")
-    loudness.add_argument("--quiet", action="store_true", help="only warnings and errors on stderr")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    loudness.add_argument(
+        "--verbose", action="store_true", default=default(False), help="debug messages on stderr"
+    )
+    loudness.add_argument(
+        "--quiet", action="store_true", default=default(False), help="only warnings and errors on stderr"
+    )
+    parser.add_argument(
+        "--debug", action="store_true", default=default(False), help="show tracebacks on errors"
+    )
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -76,6 +76,30 @@ def test_version_names_the_package_spark_and_the_pinned_jars_without_a_jvm() -> 
     assert result.stderr == ""
 
 
+@pytest.mark.parametrize("where", ["before", "after", "split"])
+def test_global_options_are_taken_before_or_after_the_command(tmp_path: Path, where: str) -> None:
+    """``--json --workdir W`` before the command, after it, or some of each (the later wins)."""
+    empty = tmp_path / "empty"
+    command = ("erase", "--subject-email", "a@example.org", "--dry-run")
+    options = ("--json", "--quiet", "--workdir", str(empty))
+    argv = {
+        "before": (*options, *command),
+        "after": (*command, *options),
+        "split": ("--json", "--workdir", str(tmp_path / "x"), *command, "--quiet", "--workdir", str(empty)),
+    }[where]
+    result = run(*argv, env=NO_JVM)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    error = json.loads(line)
+    assert error["exit_code"] == 2
+    assert error["error"].startswith(f"no lakehouse in {empty}:"), error
+
+
+def test_verbose_and_quiet_together_are_refused_wherever_they_are() -> None:
+    result = run("--verbose", "tables", "--quiet", env=NO_JVM)
+    assert_refused_before_spark(result, "--verbose and --quiet")
+
+
 def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> None:
     result = run("engines", "list", "--json")
     assert result.returncode == 0, result.stderr
