@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
 from rich.console import Console
 
@@ -82,11 +83,59 @@ class Context:
         """Refuse, before Spark starts, a work dir that holds no lakehouse yet, saying how to make one."""
         from lakehouse.errors import UsageError
 
-        if not (self.config.workdir_path / "warehouse").is_dir():
+        warehouse = urlparse(self.config.warehouse_uri)
+        if warehouse.scheme != "file":  # an object store: whether it holds tables, Spark will tell
+            return
+        if not Path(unquote(warehouse.path)).is_dir():
             raise UsageError(
                 f"no lakehouse in {self.config.workdir_path}: build one first "
                 f"(lakehouse demo, or generate + ingest + build), or pass --workdir"
             )
+
+    def require_replay_run(self, run_id: str) -> None:
+        """Refuse, before Spark starts, a RUN that is not a replay run id, a work dir without a
+        lakehouse, and a run the ledger does not hold (read without a JVM, by deltalake or
+        pyiceberg as ``asof --reader pyiceberg`` reads it). A ledger that cannot be read that
+        way is left to the command, which refuses an unknown run with the same line (exit 2)."""
+        import re
+
+        from lakehouse.errors import UsageError
+
+        if not re.fullmatch(r"replay-[0-9a-f]{16}", run_id):
+            raise UsageError(f"RUN {run_id!r} is not a replay run id (replay- and 16 hex digits)")
+        self.require_lakehouse()
+        from workloads.replay.state import run_state
+
+        if not self._catalog_exists():  # no catalog yet, so no Iceberg ledger: no run at all
+            run_state(run_id, [])
+        try:
+            from workloads.asof import PythonReader
+
+            records = PythonReader(self.config).ledger_records()
+            mine = [r.entry() for r in records if r.run_id == run_id]
+        except Exception as exc:  # no JVM-free route to this ledger: the command will tell
+            log.debug(
+                "ledger not read without a JVM (%s: %s); RUN checked after Spark starts",
+                type(exc).__name__,
+                exc,
+            )
+            return
+        run_state(run_id, mine)  # UnknownRunError: exit 2
+
+    def _catalog_exists(self) -> bool:
+        """False only for the embedded SQLite catalog whose file is missing (opening it would
+        create it) while the ledger is an Iceberg table."""
+        from lakehouse.config import TableFormat
+        from lakehouse.tables.registry import table_spec
+        from ledger.store import LEDGER_TABLE
+
+        sqlite = "jdbc:sqlite:"
+        settings = self.config.tables.get(LEDGER_TABLE)
+        if settings is None or not self.config.iceberg_uri.startswith(sqlite):
+            return True
+        if table_spec(self.config, LEDGER_TABLE, settings).format is not TableFormat.ICEBERG:
+            return True
+        return Path(self.config.iceberg_uri.removeprefix(sqlite)).exists()
 
     def progress(self, message: str, *, done: int | None = None, total: int | None = None) -> None:
         """One step of long work (the callback library functions are handed), on stderr."""

@@ -42,10 +42,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    if args.history and args.action != "verify":
-        from lakehouse.errors import UsageError
+    from lakehouse.errors import UnknownTableError, UsageError
 
+    # Arguments are checked before Spark starts (ctx.ledger starts it): one line, exit 2.
+    if args.history and args.action != "verify":
         raise UsageError("--history goes with ledger verify (lakehouse ledger verify --history)")
+    if args.action == "lineage":
+        if not args.table:
+            raise UsageError("ledger lineage needs a TABLE, e.g. lakehouse ledger lineage gold.correlations")
+        if args.table not in ctx.config.tables:
+            known = ", ".join(sorted(ctx.config.tables))
+            raise UnknownTableError(f"unknown table {args.table!r}; known tables: {known}")
+    if args.kind is not None:
+        from ledger.entries import KINDS
+
+        if args.kind not in KINDS:
+            raise UsageError(f"--kind {args.kind!r} is not a ledger entry kind; kinds: {', '.join(KINDS)}")
     policy = None
     if args.history:
         from workloads.policies import load_protection_policy
@@ -66,10 +78,6 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         ok = report.ok and history.ok
         return Outcome(data={"chain": report, "history": history}, lines=lines, exit_code=0 if ok else 4)
     if args.action == "lineage":
-        if not args.table:
-            from lakehouse.errors import UsageError
-
-            raise UsageError("ledger lineage needs a TABLE, e.g. lakehouse ledger lineage gold.correlations")
         table = ctx.registry.get(args.table)
         version = args.version if args.version is not None else table.current_version()
         found = reader.lineage(args.table, version) if version is not None else None

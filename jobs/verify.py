@@ -28,17 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    import re
-
-    from lakehouse.errors import UsageError
     from ledger.engines import load_engines
     from workloads.replay.verify import verify_publication
     from workloads.vocabulary import Verdict
 
     # Bad input is refused before Spark starts (ctx.registry starts it).
-    if not re.fullmatch(r"replay-[0-9a-f]{16}", args.run_id):
-        raise UsageError(f"RUN {args.run_id!r} is not a replay run id (replay- and 16 hex digits)")
     engines = load_engines(args.engines)
+    ctx.require_replay_run(args.run_id)
     result = verify_publication(ctx.registry, args.run_id, engines=engines, clock=ctx.clock)
     line = (
         f"run {result.run_id} on {result.table}@{result.serving_version}: verdict {result.verdict} "

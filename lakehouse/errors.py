@@ -173,6 +173,13 @@ class ReplayError(LakehouseError):
     code = "replay_error"
 
 
+class UnknownRunError(ReplayError, LookupError):
+    """A run id names no run in the ledger: bad input (exit 2), like an unknown table."""
+
+    code = "unknown_run"
+    exit_code = 2
+
+
 class ReplayRefusedError(ReplayError):
     """A replay step was refused by a rule (purpose, approval, verdict, I/O cap, rollback window)."""
 

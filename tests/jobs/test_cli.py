@@ -164,6 +164,56 @@ def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], mes
     assert "starting Spark" not in result.stderr
 
 
+WELL_FORMED_RUN = "replay-0123456789abcdef"
+AT = "2026-11-29T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("asof", "gold.correlations", "--at", "yesterday"), "--at 'yesterday' is not an ISO-8601 timestamp"),
+        (("asof", "silver.events", "--at", AT), "asof answers for Gold tables only; 'silver.events'"),
+        (("asof", "gold.correlations", "--at", AT, "--where", "nope > 1"), "--where: unknown column 'nope'"),
+        (("asof", "gold.correlations"), "asof needs --at TIMESTAMP"),
+        (("asof", "gold.correlations", "--history"), "--history needs --entity ID"),
+        (("asof", "gold.correlations", "--at", AT, "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (
+            ("asof", "gold.correlations", "--at", AT, "--workdir", "{empty}", "--reader", "pyiceberg"),
+            "no lakehouse",
+        ),
+        (
+            ("ingest", "--feed", "bogus"),
+            "--feed 'bogus' is not a configured feed; known feeds: logins, orders",
+        ),
+        (("ingest", "--feed", "orders", "--source", "{lake}/nothing"), "{lake}/nothing: no such folder"),
+        (("approve", "no-such-run", "--by", "x"), "RUN 'no-such-run' is not a replay run id"),
+        (("approve", WELL_FORMED_RUN, "--by", "x", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (("approve", WELL_FORMED_RUN, "--by", "x"), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
+        (("ack", "consumer", "no-such-run"), "RUN 'no-such-run' is not a replay run id"),
+        (("publish", WELL_FORMED_RUN), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
+        (("rollback", "replay-XYZ"), "RUN 'replay-XYZ' is not a replay run id"),
+        (("verify", WELL_FORMED_RUN), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
+        (("ledger", "lineage", "gold.nope"), "unknown table 'gold.nope'; known tables:"),
+        (("ledger", "show", "--kind", "nope"), "--kind 'nope' is not a ledger entry kind"),
+        (("erase", "--dry-run"), "name the subject: --subject-email ADDRESS or --entity ID"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_before_a_jvm_starts_and_writes_nothing(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    """Each refusal runs in a process whose ``java`` refuses to start, against a work dir
+    whose lakehouse folder exists but holds nothing (no catalog, so no ledger): exit 2, one
+    line naming the argument, and not a file more than before."""
+    lake, empty = tmp_path / "lake", tmp_path / "empty"
+    (lake / "warehouse").mkdir(parents=True)
+    argv = [a.format(lake=lake, empty=empty) for a in args]
+    if "--workdir" not in argv:
+        argv += ["--workdir", str(lake)]
+    result = run(*argv, env=NO_JVM)
+    assert_refused_before_spark(result, message.format(lake=lake, empty=empty))
+    assert sorted(tmp_path.rglob("*")) == [lake, lake / "warehouse"], "nothing was written"
+
+
 @pytest.mark.parametrize(
     "args",
     [
