@@ -180,7 +180,10 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, defaults: bool = Tr
     )
     loudness = parser.add_mutually_exclusive_group()
     loudness.add_argument(
-        "--verbose", action="store_true", default=default(False), help="debug messages on stderr"
+        "--verbose",
+        action="store_true",
+        default=default(False),
+        help="debug messages on stderr (the JVM's start-up lines among them)",
     )
     loudness.add_argument(
         "--quiet", action="store_true", default=default(False), help="only warnings and errors on stderr"
