@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from jobs.common import GLOBAL_OPTIONS_WITH_A_VALUE, add_common_arguments, execute
 from jobs.output import output_for
+from lakehouse.errors import EXIT_CODE_MEANINGS, ExitCode
 
 COMMANDS: dict[str, str] = {
     "demo": "jobs.demo",
@@ -60,7 +61,7 @@ def _load(module_name: str) -> ModuleType:
 class ArgumentsRefused(Exception):
     """A command line argparse refuses; :func:`main` reports it like any other error (exit 2)."""
 
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -97,6 +98,21 @@ def version_text() -> str:
     return f"lakehouse-replay {installed('lakehouse-replay')} ({', '.join(parts)})"
 
 
+def exit_codes_text() -> str:
+    """The exit-code table for ``lakehouse --help``, from :data:`lakehouse.errors.EXIT_CODE_MEANINGS`."""
+    import textwrap
+
+    return "exit codes:\n" + "\n".join(
+        textwrap.fill(
+            meaning.replace("`", ""),
+            width=88,
+            initial_indent=f"  {code.value:>3}  ",
+            subsequent_indent=" " * 7,
+        )
+        for code, meaning in EXIT_CODE_MEANINGS.items()
+    )
+
+
 class _VersionAction(argparse.Action):
     """``--version``: print :func:`version_text` and exit 0 (computed only when asked for)."""
 
@@ -114,6 +130,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="lakehouse",
         description="A replayable medallion lakehouse on Spark, Delta Lake and Apache Iceberg.",
         allow_abbrev=False,  # an option is spelled out: --engine is never read as --engines
+        epilog=exit_codes_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--version",
@@ -159,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     if args.command is None:
         parser.print_help()
-        return 2
+        return ExitCode.BAD_INPUT
     return execute(args.handler, args)
 
 

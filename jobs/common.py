@@ -23,7 +23,7 @@ from rich.console import Console
 from jobs.output import Block, Outcome, Output, TableView, output_for, table_lines
 from jobs.progress import StepProgress, configure_logging, log_level
 from lakehouse.config import DEFAULT_CONF_PATH, LakehouseConfig, load_config
-from lakehouse.errors import LakehouseError
+from lakehouse.errors import ExitCode, LakehouseError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -228,12 +228,14 @@ def execute(handler: Handler, args: argparse.Namespace) -> int:
             return _fail(output, str(exc), exc.exit_code, debug=args.debug)
         except KeyboardInterrupt:
             steps.stop()
-            return _fail(output, "interrupted", 130, debug=False)
+            return _fail(output, "interrupted", ExitCode.INTERRUPTED, debug=False)
         except Exception as exc:
             steps.stop()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             hint = "" if args.debug else " (rerun with --debug for details)"
-            return _fail(output, f"unexpected {type(exc).__name__}: {first}{hint}", 1, debug=args.debug)
+            return _fail(
+                output, f"unexpected {type(exc).__name__}: {first}{hint}", ExitCode.FAILED, debug=args.debug
+            )
     output.result(outcome)
     if outcome.error is not None:
         output.error(outcome.error, outcome.exit_code)

@@ -16,6 +16,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.common import Context, Outcome
+from lakehouse.errors import ExitCode
 
 NAME = "erase"
 HELP = (
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         return Outcome(
             data=check,
             lines=render_erasure_check(certificate.certificate_id, check),
-            exit_code=0 if passed else 4,
+            exit_code=ExitCode.DONE if passed else ExitCode.CHECK_FAILED,
         )
     request = ErasureRequest(
         request_id=args.request or "",

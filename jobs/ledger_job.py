@@ -16,6 +16,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
 
 from jobs.common import Context, Outcome, TableView, add_policies_argument
 from jobs.output import Block, plain
+from lakehouse.errors import ExitCode
 from ledger.chain import LedgerRecord
 from ledger.openlineage_events import OPENING_KINDS, openlineage_run_id
 
@@ -69,14 +70,20 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         status = "ok" if report.ok else f"BROKEN at seq {report.first_broken_seq}: {report.problem}"
         lines: list[Block] = [f"ledger: {report.entries} entries, {status}"]
         if policy is None:
-            return Outcome(data=report, lines=lines, exit_code=0 if report.ok else 4)
+            return Outcome(
+                data=report, lines=lines, exit_code=ExitCode.DONE if report.ok else ExitCode.CHECK_FAILED
+            )
         from jobs.render import render_history_check
         from workloads.replay import check_history
 
         history = check_history(ctx.registry, reader.records(), policy, ctx.clock.now())
         lines.extend(render_history_check(history))
         ok = report.ok and history.ok
-        return Outcome(data={"chain": report, "history": history}, lines=lines, exit_code=0 if ok else 4)
+        return Outcome(
+            data={"chain": report, "history": history},
+            lines=lines,
+            exit_code=ExitCode.DONE if ok else ExitCode.CHECK_FAILED,
+        )
     if args.action == "lineage":
         table = ctx.registry.get(args.table)
         version = args.version if args.version is not None else table.current_version()
@@ -85,7 +92,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             return Outcome(
                 data={"table": args.table, "version": version, "lineage": None},
                 lines=[f"{args.table}@{version}: no run in the ledger produced this version"],
-                exit_code=1,
+                exit_code=ExitCode.CHECK_FAILED,
             )
         lines = [
             f"{args.table}@{version} was produced by run {found.run_id} "

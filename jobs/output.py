@@ -29,6 +29,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from lakehouse.errors import ExitCode
+
 NON_TERMINAL_WIDTH = 10_000
 """Output that is not a terminal (a pipe, a file, a test) is never wrapped or folded."""
 
@@ -92,7 +94,7 @@ class Outcome:
 
     data: object
     lines: Sequence[Block] = ()
-    exit_code: int = 0
+    exit_code: int = ExitCode.DONE
     error: str | None = None
     """Written as an error (stderr) after the result, for a result that is also a failure."""
 

@@ -2,7 +2,7 @@
 
 Recounts a published replay independently against what readers see now
 (:func:`workloads.replay.verify.verify_publication`) and records the verdict: exit 0 when
-serving still holds what was published (``publish``), exit 1 with the failed check and the
+serving still holds what was published (``publish``), exit 4 with the failed check and the
 first bad partition when it does not (``rollback``; the rollback itself is ``lakehouse
 rollback RUN``).
 """
@@ -17,6 +17,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.common import Context, Outcome
+from lakehouse.errors import ExitCode
 
 NAME = "verify"
 HELP = "check a published replay again against serving now (verdict publish or rollback)"
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         f"run {result.run_id}: serving disagrees with its publication ({result.failed_check}, first bad "
         f"partition {result.first_bad_partition}); roll it back: lakehouse rollback {result.run_id}"
     )
-    return Outcome(data=result, lines=[line], exit_code=1, error=error)
+    return Outcome(data=result, lines=[line], exit_code=ExitCode.CHECK_FAILED, error=error)
 
 
 if __name__ == "__main__":

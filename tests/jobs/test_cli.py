@@ -120,7 +120,7 @@ def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> 
     tampered = tmp_path / "engines.yaml"
     tampered.write_text(shipped[:first] + "ab" * 32 + shipped[first + 64 :], encoding="utf-8")
     result = run("engines", "list", "--engines", str(tampered), "--json")
-    assert result.returncode == 1
+    assert result.returncode == 4, "a check found a problem (README: Exit codes)"
     codes = {e["engine"]: e["code"] for e in json.loads(result.stdout)["engines"]}
     assert [engine for engine, code in codes.items() if code != "ok"] == ["entity_resolution@1"]
     assert codes["entity_resolution@1"].startswith("CHANGED")
