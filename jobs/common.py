@@ -193,6 +193,33 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, defaults: bool = Tr
     )
 
 
+class _OldSpelling(argparse.Action):
+    """An option's old spelling: stores its value where the new one does and notes a
+    deprecation line, which :func:`execute` writes on stderr."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: str, **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        notes = [*getattr(namespace, "deprecations", ())]
+        notes.append(f"{option} is deprecated: use {self.new} (the old spelling goes in the next release)")
+        namespace.deprecations = notes
+
+
+def add_renamed_argument(parser: argparse.ArgumentParser, new: str, old: str, **kwargs: Any) -> None:
+    """``new`` as documented, and ``old`` still accepted for one release with a deprecation line
+    (one name per meaning: ``--at`` for knowledge time, ``--since``/``--until`` for ranges)."""
+    if kwargs.get("help"):
+        kwargs["help"] += f" ({old}: the old spelling, accepted until the next release)"
+    action = parser.add_argument(new, **kwargs)
+    typed: dict[str, Any] = {"type": action.type} if action.type is not None else {}
+    parser.add_argument(old, dest=action.dest, action=_OldSpelling, new=new, **typed)
+
+
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Command-line flags that win over the file and the environment."""
     overrides: dict[str, Any] = {}
@@ -219,6 +246,8 @@ def execute(handler: Handler, args: argparse.Namespace) -> int:
         ),
         console=errors,
     )
+    for note in getattr(args, "deprecations", ()):
+        output.warning(note)
     with StepProgress(errors) as steps:
         try:
             config = load_config(args.conf, overrides=config_overrides(args))

@@ -215,6 +215,44 @@ def test_bad_input_is_one_line_exit_2_before_a_jvm_starts_and_writes_nothing(
 
 
 @pytest.mark.parametrize(
+    ("args", "old", "new", "message"),
+    [
+        (("training-set", "--as-of", "2026-01-01T00:00:00"), "--as-of", "--at", "--at '2026-01-01T00:00:00'"),
+        (
+            ("training-set", "--from", "2025-03-01", "--until", "2025-02-01"),
+            "--from",
+            "--since",
+            "--since 2025-03-01",
+        ),
+        (
+            ("calibrate", "--engine", "correlation@1", "--as-of", "2999-01-01T00:00:00Z"),
+            "--as-of",
+            "--at",
+            "--at 2999",
+        ),
+        (
+            ("calibrate", "--engine", "correlation@1", "--from", "2025-03-01", "--until", "2025-02-01"),
+            "--from",
+            "--since",
+            "--since",
+        ),
+    ],
+    ids=["training-set-as-of", "training-set-from", "calibrate-as-of", "calibrate-from"],
+)
+def test_an_old_spelling_is_read_as_the_new_one_with_a_deprecation_line(
+    tmp_path: Path, args: tuple[str, ...], old: str, new: str, message: str
+) -> None:
+    """One name per meaning (``--at``: knowledge time, ``--since``/``--until``: a range); the
+    old spellings work for one release. Here each value is refused, under its new name."""
+    result = run(*args, "--workdir", str(tmp_path / "empty"), env=NO_JVM)
+    assert result.returncode == 2, result.stderr
+    warning, error = result.stderr.splitlines()
+    assert warning == f"warning: {old} is deprecated: use {new} (the old spelling goes in the next release)"
+    assert error.startswith(f"error: {message}"), error
+    assert "starting Spark" not in result.stderr
+
+
+@pytest.mark.parametrize(
     "args",
     [
         ("erase", "--subject-email", "a@example.org", "--dry-run"),
