@@ -10,7 +10,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument
 
 NAME = "build"
 HELP = "build Silver (canonical, deduplicated, entity-resolved) or Gold (features, baselines, correlations)"
@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", type=date.fromisoformat, help="silver: first event date to rebuild")
     parser.add_argument("--until", type=date.fromisoformat, help="silver: event date to stop before")
     parser.add_argument("--full", action="store_true", help="gold: recompute everything, not only changes")
-    parser.add_argument("--policies", type=Path, default=Path("conf/policies.yaml"), help="lateness policy")
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_policies_argument(parser)
+    add_engines_argument(parser)
     add_engine_pins_argument(
         parser,
         "run this declared version instead of the one in force (repeatable; recorded with the "

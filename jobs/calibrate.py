@@ -18,7 +18,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.build import engine_pin
-from jobs.common import Context, Outcome, add_policies_argument, add_renamed_argument
+from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument, add_renamed_argument
 
 NAME = "calibrate"
 HELP = "measure an engine release's confidence against later outcomes per scope; fit and register calibrators"
@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="label_horizon",
         help="how long after valid_from an outcome still counts, e.g. 90d (default: the policy's)",
     )
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engines_argument(parser)
     parser.add_argument(
         "--declare",
         action="store_true",

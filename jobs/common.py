@@ -251,6 +251,7 @@ def execute(handler: Handler, args: argparse.Namespace) -> int:
     with StepProgress(errors) as steps:
         try:
             config = load_config(args.conf, overrides=config_overrides(args))
+            default_files(args, config)
             outcome = handler(args, Context(args=args, config=config, steps=steps))
         except LakehouseError as exc:
             steps.stop()
@@ -273,11 +274,32 @@ def execute(handler: Handler, args: argparse.Namespace) -> int:
 
 def add_policies_argument(parser: argparse.ArgumentParser) -> None:
     """``--policies PATH``: the policy file (lateness; how long history stays protected)."""
-    from workloads.policies import DEFAULT_POLICY_PATH
-
     parser.add_argument(
-        "--policies", type=Path, default=DEFAULT_POLICY_PATH, help="policy file (default: conf/policies.yaml)"
+        "--policies",
+        type=Path,
+        help="policy file (default: policies_file in the configuration, else conf/policies.yaml)",
     )
+
+
+def add_engines_argument(parser: argparse.ArgumentParser, help: str = "declared engines") -> None:
+    """``--engines PATH``: the declared engines file."""
+    parser.add_argument(
+        "--engines",
+        type=Path,
+        help=f"{help} (default: engines_file in the configuration, else conf/engines.yaml)",
+    )
+
+
+def default_files(args: argparse.Namespace, config: LakehouseConfig) -> None:
+    """``--engines`` and ``--policies`` not given: the configuration's files, else the shipped ones."""
+    if "engines" in vars(args) and args.engines is None:
+        from workloads.runs import DEFAULT_ENGINES
+
+        args.engines = config.engines_file or DEFAULT_ENGINES
+    if "policies" in vars(args) and args.policies is None:
+        from workloads.policies import DEFAULT_POLICY_PATH
+
+        args.policies = config.policies_file or DEFAULT_POLICY_PATH
 
 
 def _fail(output: Output, message: str, exit_code: int, *, debug: bool) -> int:

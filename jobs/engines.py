@@ -24,7 +24,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, table_lines
+from jobs.common import Context, Outcome, add_engines_argument, table_lines
 from lakehouse.errors import ExitCode
 
 NAME = "engines"
@@ -37,7 +37,7 @@ ACTIONS = ("list", "check", "fingerprint", "fill", "declare")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=ACTIONS)
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="engines file")
+    add_engines_argument(parser, "engines file")
     parser.add_argument("--name", help="declare: the engine (e.g. correlation)")
     parser.add_argument(
         "--implementation", help="declare, fingerprint: package.module:function of the engine's code"

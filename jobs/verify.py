@@ -16,7 +16,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_engines_argument
 from lakehouse.errors import ExitCode
 
 NAME = "verify"
@@ -25,7 +25,7 @@ HELP = "check a published replay again against serving now (verdict publish or r
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN", help="the published replay run id (replay-...)")
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engines_argument(parser)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:

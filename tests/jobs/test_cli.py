@@ -126,6 +126,39 @@ def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> 
     assert codes["entity_resolution@1"].startswith("CHANGED")
 
 
+def tampered_engines(tmp_path: Path) -> Path:
+    """The shipped engines file with entity_resolution@1's fingerprint changed."""
+    shipped = (REPO / "conf" / "engines.yaml").read_text(encoding="utf-8")
+    first = shipped.index("\n    code_fingerprint: ") + len("\n    code_fingerprint: ")
+    tampered = tmp_path / "engines.yaml"
+    tampered.write_text(shipped[:first] + "ab" * 32 + shipped[first + 64 :], encoding="utf-8")
+    return tampered
+
+
+def test_the_engines_and_policies_files_come_from_the_configuration_unless_given(tmp_path: Path) -> None:
+    """``engines_file`` and ``policies_file`` in lakehouse.yaml (here through the environment):
+    later commands need no ``--engines``/``--policies``; the flag still wins."""
+    tampered = tampered_engines(tmp_path)
+    configured = {**NO_JVM, "LAKEHOUSE__ENGINES_FILE": str(tampered)}
+    result = run("engines", "list", "--json", env=configured)
+    assert result.returncode == 4, result.stderr
+    codes = {e["engine"]: e["code"] for e in json.loads(result.stdout)["engines"]}
+    assert codes["entity_resolution@1"].startswith("CHANGED")
+    shipped = run("engines", "list", "--json", "--engines", "conf/engines.yaml", env=configured)
+    assert shipped.returncode == 0, shipped.stderr
+
+    policies = tmp_path / "policies.yaml"
+    text = (REPO / "conf" / "policies.yaml").read_text(encoding="utf-8")
+    policies.write_text(text.replace("  silver_days: 2555", "  silver_days: -1"), encoding="utf-8")
+    result = run(
+        "maintain",
+        "--workdir",
+        str(tmp_path / "empty"),
+        env={**NO_JVM, "LAKEHOUSE__POLICIES_FILE": str(policies)},
+    )
+    assert_refused_before_spark(result, str(policies), "retention.silver_days")
+
+
 def test_an_invalid_plan_is_refused_with_the_key_before_spark_starts(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     shipped = (REPO / "conf" / "plans" / "er-v2-recorrelation.yaml").read_text(encoding="utf-8")
