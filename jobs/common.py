@@ -111,8 +111,7 @@ class Context:
         try:
             from workloads.asof import PythonReader
 
-            records = PythonReader(self.config).ledger_records()
-            mine = [r.entry() for r in records if r.run_id == run_id]
+            mine = [r.entry() for r in PythonReader(self.config).run_records(run_id)]
         except Exception as exc:  # no JVM-free route to this ledger: the command will tell
             log.debug(
                 "ledger not read without a JVM (%s: %s); RUN checked after Spark starts",

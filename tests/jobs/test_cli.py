@@ -247,6 +247,61 @@ def test_bad_input_is_one_line_exit_2_before_a_jvm_starts_and_writes_nothing(
     assert sorted(tmp_path.rglob("*")) == [lake, lake / "warehouse"], "nothing was written"
 
 
+def ledger_without_jvm(workdir: Path, run_id: str) -> None:
+    """A lakehouse whose Iceberg ledger (written by pyiceberg, no JVM) holds one entry of ``run_id``."""
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+
+    from lakehouse.catalog import iceberg_identifier, open_catalog
+    from lakehouse.config import load_config
+    from lakehouse.tables.registry import table_location, table_spec
+
+    config = load_config(REPO / "conf" / "lakehouse.yaml", environ={}, overrides={"workdir": str(workdir)})
+    (workdir / "warehouse").mkdir(parents=True)
+    namespace, name = iceberg_identifier(
+        table_location(config, table_spec(config, "ops.ledger", config.tables["ops.ledger"]))
+    )
+    schema = pa.schema(
+        [
+            pa.field("seq", pa.int64(), nullable=False),
+            pa.field("entry_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("run_id", pa.string()),
+            pa.field("recorded_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("body", pa.string(), nullable=False),
+            pa.field("prev_hash", pa.string(), nullable=False),
+            pa.field("hash", pa.string(), nullable=False),
+            pa.field("schema_version", pa.int32(), nullable=False),
+            pa.field("refs", pa.list_(pa.string())),
+        ]
+    )
+    row = {
+        "seq": 1,
+        "entry_id": "e1",
+        "kind": "run_started",
+        "run_id": run_id,
+        "recorded_at": datetime(2026, 1, 1, tzinfo=UTC),
+        "body": "{}",
+        "prev_hash": "0" * 64,
+        "hash": "1" * 64,
+        "schema_version": 2,
+        "refs": [],
+    }
+    catalog = open_catalog(config)
+    catalog.create_namespace(namespace)
+    catalog.create_table((namespace, name), schema=schema).append(pa.Table.from_pylist([row], schema=schema))
+
+
+def test_a_run_the_ledger_does_not_hold_is_refused_reading_the_ledger_without_a_jvm(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    ledger_without_jvm(lake, "replay-ffffffffffffffff")
+    before = sorted(lake.rglob("*"))
+    result = run("approve", WELL_FORMED_RUN, "--by", "x", "--workdir", str(lake), env=NO_JVM)
+    assert_refused_before_spark(result, f"no replay run '{WELL_FORMED_RUN}' in the ledger")
+    assert sorted(lake.rglob("*")) == before, "nothing was written"
+
+
 @pytest.mark.parametrize(
     ("args", "old", "new", "message"),
     [
