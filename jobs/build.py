@@ -54,6 +54,7 @@ def engine_pin(text: str) -> tuple[str, int]:
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_gold, render_silver
+    from lakehouse.errors import UsageError
     from ledger.engines import load_engines
     from workloads.gold.quality import medallion_gate as gate
     from workloads.pipeline import run_gold, run_silver
@@ -63,12 +64,15 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     catalog = load_engines(args.engines)  # a bad file or pin: exit 2, before Spark
     pinned = {name: catalog.resolve(name, version).version for name, version in args.pins}
     if args.zone == "silver":
+        if args.since and args.until and args.since >= args.until:
+            raise UsageError(f"--since {args.since} must be before --until {args.until}")
+        lateness = load_lateness_policy(args.policies)  # a bad file: exit 2, before Spark
         ctx.progress("building Silver from pinned Bronze")
         silver = run_silver(
             ctx.registry,
             ctx.ledger,
             ctx.clock,
-            policy=load_lateness_policy(args.policies),
+            policy=lateness,
             since=args.since,
             until=args.until,
             gate=gate,

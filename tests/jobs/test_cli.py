@@ -229,6 +229,11 @@ AT = "2026-11-29T12:00:00Z"
         (("ledger", "lineage", "gold.nope"), "unknown table 'gold.nope'; known tables:"),
         (("ledger", "show", "--kind", "nope"), "--kind 'nope' is not a ledger entry kind"),
         (("erase", "--dry-run"), "name the subject: --subject-email ADDRESS or --entity ID"),
+        (
+            ("build", "silver", "--since", "2025-03-01", "--until", "2025-02-01"),
+            "--since 2025-03-01 must be before",
+        ),
+        (("build", "silver", "--policies", "{lake}/nope.yaml"), "{lake}/nope.yaml"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_before_a_jvm_starts_and_writes_nothing(
