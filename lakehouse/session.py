@@ -159,7 +159,8 @@ def build_session(config: LakehouseConfig) -> SparkSession:
 
 
 JVM_NOISE = re.compile(
-    r"WARNING: Using incubator modules"  # the JDK, for Spark's --add-modules=jdk.incubator.vector
+    r"WARNING: "  # the JDK's own warnings: "Using incubator modules" (Spark's launcher always adds
+    # --add-modules=jdk.incubator.vector), restricted or deprecated methods called
     r"|Using Spark's default log4j profile"
     r"|Setting default log level to"
     r"|To adjust logging level use sc\.setLogLevel"

@@ -17,6 +17,7 @@ from lakehouse.session import forward_jvm_stderr, is_jvm_noise, launch_jvm
 
 STARTUP = [
     "WARNING: Using incubator modules: jdk.incubator.vector",
+    "WARNING: A terminally deprecated method in sun.misc.Unsafe has been called",
     "Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties",
     'Setting default log level to "WARN".',
     "To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).",
