@@ -206,3 +206,11 @@ class LegalHoldError(LakehouseError):
 
     code = "legal_hold"
     exit_code = 5
+
+
+class ReconcileBusyError(LakehouseError):
+    """Another reconcile holds the derived table (``lakehouse reconcile``); this one stopped
+    before reading anything. Exit 5: not now, run it again when the other has finished."""
+
+    code = "reconcile_busy"
+    exit_code = 5
