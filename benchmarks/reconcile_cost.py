@@ -5,9 +5,9 @@ derived copy in which ``--changed`` of the keys drifted (a third lost, a third c
 of that many orphans added). Both ways run in the same process on the same pinned versions,
 after one untimed warm-up each, in alternating order:
 
-* **range checksums** (what ``lakehouse reconcile`` does): one aggregation per side into
-  ``16**depth`` hash-range summaries, the walk into disagreeing ranges, and the row diff of the
-  disagreeing leaves only (:mod:`workloads.reconciliation.compare`);
+* **range checksums** (what ``lakehouse reconcile`` does): the bounded walk, one job per level
+  over the ranges still in disagreement, then the row diff of the listed ranges in one job
+  (:mod:`workloads.reconciliation.compare`);
 * **full outer join**: every row of both sides joined on the key, every column compared.
 
 Both must find exactly the same differences (asserted); the ratio of the medians is printed.
@@ -78,18 +78,28 @@ def build(
     return source, derived, drift
 
 
-def ranged(source: Any, derived: Any, depth: int) -> tuple[set[tuple[str, str]], dict[str, int]]:
-    from workloads.reconciliation.compare import CLASS, diff_leaves, leaf_summaries
-    from workloads.reconciliation.summaries import walk
+def ranged(
+    source: Any, derived: Any, max_ranges: int, list_rows: int
+) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    from workloads.reconciliation.compare import CLASS, both_sides, walk
+    from workloads.reconciliation.summaries import Budget
 
     src, der = source.read(source.current_version()), derived.read(derived.current_version())
-    tree = walk(*leaf_summaries(src, der, "k", COLUMNS, depth), depth)
-    diff = diff_leaves(src, der, "k", COLUMNS, depth, tree.leaves)
-    found = {(r["k"], r[CLASS]) for r in diff.differences.collect()}
-    return found, {
-        "ranges": tree.ranges_compared,
-        "leaves": len(tree.leaves),
-        "rows_diffed": diff.rows_diffed,
+    budget = Budget(max_rows=10**12, max_seconds=10**6)
+    found = walk(
+        both_sides(src, der, "k", COLUMNS),
+        "k",
+        start=0,
+        max_ranges=max_ranges,
+        list_rows=list_rows,
+        budget=budget,
+    )
+    rows = [r for frame in found.found for r in frame.collect()]
+    return {(r["k"], r[CLASS]) for r in rows}, {
+        "ranges": sum(found.trace.compared),
+        "jobs": found.trace.jobs,
+        "listed": found.ranges_listed,
+        "rows_diffed": found.rows_diffed,
     }
 
 
@@ -120,7 +130,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--changed", type=float, default=0.001, help="fraction of keys that drifted")
     parser.add_argument("--samples", type=int, default=3, help="timed runs of each way, alternating")
-    parser.add_argument("--depth", type=int, default=4, help="levels of 16 ranges below the root")
+    parser.add_argument(
+        "--max-ranges", type=int, default=65_536, help="range summaries per level (the driver's bound)"
+    )
+    parser.add_argument("--list-rows", type=int, default=4096, help="list a range of at most this many rows")
     parser.add_argument(
         "--format", choices=["delta", "iceberg"], help="the two tables' format (default iceberg)"
     )
@@ -137,7 +150,7 @@ def main(argv: list[str]) -> int:
     source, derived, drift = build(spark, config, args.rows, args.changed, args.format)
     print(f"built {args.rows} rows, {drift} drifted keys, in {time.perf_counter() - started:.1f} s")
     try:
-        expected, walk_figures = ranged(source, derived, args.depth)  # warm-up, untimed
+        expected, walk_figures = ranged(source, derived, args.max_ranges, args.list_rows)  # warm-up, untimed
         assert joined(source, derived) == expected, "the two ways disagree"
         times: dict[str, list[float]] = {"range checksums": [], "full outer join": []}
         for sample in range(args.samples):
@@ -145,7 +158,7 @@ def main(argv: list[str]) -> int:
             for way in order if sample % 2 == 0 else reversed(order):
                 began = time.perf_counter()
                 found = (
-                    ranged(source, derived, args.depth)[0]
+                    ranged(source, derived, args.max_ranges, args.list_rows)[0]
                     if way == "range checksums"
                     else joined(source, derived)
                 )

@@ -213,12 +213,22 @@ def render_reconcile(report: ReconcileReport) -> list[Block]:
     out: list[Block] = [
         f"reconcile {report.pair} by {report.key} (run {report.run_id}): "
         f"{report.source}@{report.source_version} against {report.derived}@{report.derived_version}{window}",
-        f"compared {report.ranges_compared} hash ranges "
-        f"({'/'.join(str(n) for n in report.compared_per_level)} per level), "
-        f"{report.leaves_disagreeing} leaves disagree, {report.rows_diffed} rows diffed",
+        f"compared {report.ranges_compared} key-hash ranges "
+        f"({'/'.join(str(n) for n in report.compared_per_level) or '0'} per level) in {report.jobs} "
+        f"Spark jobs; listed the keys of {report.ranges_listed} ranges, {report.rows_diffed} rows "
+        f"(budget {report.max_rows} rows, {report.max_seconds:g} s)",
         TableView(rows, ["class", "keys", "sample"]),
         f"delta {report.total_delta} (pending: source changed in the last {report.staleness_seconds} s)",
     ]
+    if not report.complete:
+        share = f"{report.covered:.1%} of the key space from position {report.covered_from}"
+        if report.resume_from is None:
+            out.append(f"resumed an earlier run: compared {share} to its end")
+        else:
+            out.append(
+                f"STOPPED by {report.stopped_by}: compared {share}; the next run resumes at "
+                f"position {report.resume_from} (--from-start to start over)"
+            )
     if report.repaired:
         out.append(
             f"repaired {report.repaired} keys in {report.repair_batches} batches "

@@ -12,8 +12,12 @@ What :func:`reconcile` does, in order:
    derived rows the pair covers; **bounded mode** keeps only keys that a commit of either
    side changed between ``since`` and ``until`` (:meth:`~lakehouse.tables.Table.changed_keys`,
    from each side's commit history).
-4. **Compare** leaf summaries, walk the tree into disagreeing ranges only, diff the rows of
-   the disagreeing leaves (:mod:`workloads.reconciliation.compare`).
+4. **Compare** by the bounded walk (:mod:`workloads.reconciliation.compare`): range
+   summaries, one job per level over the ranges still in disagreement, at most
+   ``max_ranges_per_level`` summaries on the driver, the keys of small disagreeing ranges
+   listed in one job per pass, within the row and time budgets. A run the budgets stop
+   records where it stopped (``resume_from`` in ``ops.reconcile_reports``); the pair's next
+   run of the same mode (and window) starts there.
 5. **Classify**: keys the source changed within the staleness window are ``pending``
    (expected lag, not drift); the rest are missing, divergent or orphan.
 6. **Repair** (only asked, only with an authority): missing and divergent keys get the
@@ -42,15 +46,17 @@ from lakehouse.tables.base import sql_literal
 from ledger import RunStarted
 from ledger.clock import utc
 from workloads.policies import DEFAULT_POLICY_PATH, load_section
-from workloads.reconciliation.compare import CLASS, diff_leaves, leaf_summaries
+from workloads.reconciliation.compare import CLASS, both_sides, walk
 from workloads.reconciliation.pairs import DeriveContext, Pair, compared_columns
 from workloads.reconciliation.summaries import (
-    DEFAULT_DEPTH,
+    END,
+    FANOUT,
+    Budget,
     RateLimiter,
     batches,
+    check_budget,
     check_window,
     step_change,
-    walk,
 )
 from workloads.runs import new_run_id, recorded_run
 from workloads.vocabulary import Difference, TableName
@@ -79,6 +85,14 @@ class ReconcilePolicy(StrictModel):
     step_min: int = Field(ge=0)
     lock_timeout_seconds: int = Field(gt=0)
     max_repairs_per_second: int = Field(ge=1)
+    max_ranges_per_level: int = Field(ge=FANOUT)
+    """Range summaries the driver holds at most (65,536 ~ 64 MiB: a sixteenth of a 1 GiB heap)."""
+    list_rows: int = Field(ge=1)
+    """A disagreeing range of at most this many rows (both sides) is listed, not refined."""
+    max_rows: int = Field(ge=1)
+    """Default ``--max-rows``: rows a run lists key by key (both sides)."""
+    max_seconds: float = Field(gt=0)
+    """Default ``--max-seconds``: checked before each Spark job."""
 
 
 def load_reconcile_policy(path: Path = DEFAULT_POLICY_PATH) -> ReconcilePolicy:
@@ -122,8 +136,18 @@ class ReconcileReport:
     ranges_compared: int
     compared_per_level: tuple[int, ...]
     disagreeing_per_level: tuple[int, ...]
-    leaves_disagreeing: int
+    ranges_listed: int
     rows_diffed: int
+    jobs: int
+    """Spark jobs of the walk: one per level and one list job per pass."""
+    covered_from: int
+    """The first key position compared (0 unless the run resumed an earlier one)."""
+    resume_from: int | None
+    """The first key position not compared (None: the run reached the end of the key space)."""
+    stopped_by: str | None
+    """``max_rows`` or ``max_seconds`` when a budget stopped the run before the end."""
+    max_rows: int
+    max_seconds: float
     baseline: float | None
     step_change: bool
     samples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -133,9 +157,18 @@ class ReconcileReport:
     remaining: int = field(init=False)
     """Differences left after the run: orphans always, and whatever was not repaired."""
 
+    complete: bool = field(init=False)
+    """Whether the run compared the whole key space (from position 0 to its end)."""
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "total_delta", self.missing + self.divergent + self.orphan)
         object.__setattr__(self, "remaining", self.total_delta - self.repaired)
+        object.__setattr__(self, "complete", self.covered_from == 0 and self.resume_from is None)
+
+    @property
+    def covered(self) -> float:
+        """The share of the key space this run compared (from ``covered_from``)."""
+        return ((self.resume_from if self.resume_from is not None else END) - self.covered_from) / END
 
 
 @dataclass(frozen=True)
@@ -235,7 +268,9 @@ def reconcile(
     until: datetime | None = None,
     repair: bool = False,
     max_repairs_per_second: int | None = None,
-    depth: int = DEFAULT_DEPTH,
+    max_rows: int | None = None,
+    max_seconds: float | None = None,
+    from_start: bool = False,
     progress: Callable[[str], None] | None = None,
     sleep: Callable[[float], None] | None = None,
 ) -> ReconcileReport:
@@ -247,6 +282,9 @@ def reconcile(
     if repair:
         check_repair(pair)
     rate = max_repairs_per_second or policy.max_repairs_per_second
+    check_budget(max_rows, "--max-rows")
+    check_budget(max_seconds, "--max-seconds")
+    budget = Budget(max_rows or policy.max_rows, max_seconds or policy.max_seconds)
     next(batches([], rate), None)  # refuses a rate below 1 before anything runs
     source, derived = registry.get(pair.source), registry.get(pair.derived)
     source_version = source.current_version() if source.exists() else None
@@ -267,7 +305,10 @@ def reconcile(
         "staleness_seconds": policy.staleness_seconds,
         "repair": repair,
         "max_repairs_per_second": rate if repair else None,
-        "depth": depth,
+        "max_rows": budget.max_rows,
+        "max_seconds": budget.max_seconds,
+        "max_ranges_per_level": policy.max_ranges_per_level,
+        "list_rows": policy.list_rows,
     }
     with recorded_run(
         ledger,
@@ -299,34 +340,37 @@ def reconcile(
             else:
                 src = src.join(F.broadcast(keys), key, "left_semi")
                 der = der.join(F.broadcast(keys), key, "left_semi")
-        src, der = materialize(src), materialize(der)  # the projection runs once, not per pass
-        step(f"reconcile {pair.name}: summarising {16**depth} hash ranges per side")
-        tree = walk(*leaf_summaries(src, der, key, sides.columns, depth), depth)
-        step(
-            f"reconcile {pair.name}: {tree.ranges_compared} ranges compared, "
-            f"{len(tree.leaves)} leaves disagree; diffing their rows"
+        resume = 0 if from_start else _resume_point(registry, pair.name, since, until)
+        if resume:
+            step(f"reconcile {pair.name}: resuming at key position {resume} (a budget stopped the last run)")
+        both = both_sides(src, der, key, sides.columns)  # the projection runs once, not per job
+        found = walk(
+            both,
+            key,
+            start=resume,
+            max_ranges=policy.max_ranges_per_level,
+            list_rows=policy.list_rows,
+            budget=budget,
+            step=lambda message: step(f"reconcile {pair.name}: {message}"),
         )
-        diff = diff_leaves(src, der, key, sides.columns, depth, tree.leaves)
-        differences = diff.differences
+        differences = union_all(found.found) if found.found else None
+        if differences is None:
+            differences = both.select(key).where(F.lit(False)).withColumn(CLASS, F.lit(None).cast("string"))
         stale = _changed(
             source, pair.source_key, now - timedelta(seconds=policy.staleness_seconds), now, source_version
         )
-        if stale is not None and policy.staleness_seconds > 0:
+        if stale is not None and policy.staleness_seconds > 0 and found.found:
             stale_keys = stale.toDF(key).distinct()
             differences = differences.join(
                 stale_keys.withColumn("_stale", F.lit(True)), key, "left"
             ).withColumn(CLASS, F.when(F.col("_stale"), F.lit("pending")).otherwise(F.col(CLASS)))
-        found = sorted(
-            ((r[key], r[CLASS]) for r in differences.select(key, CLASS).collect()),
-            key=lambda kv: (kv[1], str(kv[0])),
-        )
-        by_class: dict[str, list[Any]] = {}
-        for value, kind in found:
-            by_class.setdefault(kind, []).append(value)
-        counts = {kind: len(by_class.get(kind, [])) for kind in (*Difference, "pending")}
+            differences = materialize(differences.select(key, CLASS))
+        counts = dict.fromkeys((*Difference, "pending"), 0)
+        counts.update({r[CLASS]: int(r["count"]) for r in differences.groupBy(CLASS).count().collect()})
+        samples = _samples(differences, key)
         repaired, repair_batches, repaired_version = 0, 0, None
         if repair:
-            todo = [*by_class.get(Difference.MISSING, []), *by_class.get(Difference.DIVERGENT, [])]
+            todo = _repair_keys(differences, key, rate * max(1.0, budget.max_seconds - budget.elapsed))
             repaired, repair_batches = _repair(
                 pair, source, derived, (source_version, derived_version), todo, rate, ctx, run_id, step, sleep
             )
@@ -356,14 +400,20 @@ def reconcile(
             repaired=repaired,
             repair_batches=repair_batches,
             repaired_version=repaired_version,
-            ranges_compared=tree.ranges_compared,
-            compared_per_level=tree.compared,
-            disagreeing_per_level=tree.disagreeing,
-            leaves_disagreeing=len(tree.leaves),
-            rows_diffed=diff.rows_diffed,
+            ranges_compared=sum(found.trace.compared),
+            compared_per_level=tuple(found.trace.compared),
+            disagreeing_per_level=tuple(found.trace.disagreeing),
+            ranges_listed=found.ranges_listed,
+            rows_diffed=found.rows_diffed,
+            jobs=found.trace.jobs,
+            covered_from=found.start,
+            resume_from=found.resume_from,
+            stopped_by=found.stopped_by,
+            max_rows=budget.max_rows,
+            max_seconds=budget.max_seconds,
             baseline=signal.baseline,
             step_change=signal.step_change,
-            samples={kind: tuple(str(v) for v in values[:SAMPLE]) for kind, values in by_class.items()},
+            samples=samples,
         )
         run.outputs[REPORTS] = _write_report(registry, report)
         run.counts.update(
@@ -372,8 +422,10 @@ def reconcile(
                 "total_delta": delta,
                 "repaired": repaired,
                 "step_change": int(signal.step_change),
-                "leaves_disagreeing": len(tree.leaves),
-                "rows_diffed": diff.rows_diffed,
+                "ranges_listed": found.ranges_listed,
+                "rows_diffed": found.rows_diffed,
+                "jobs": found.trace.jobs,
+                "complete": int(report.complete),
             }
         )
     log.info(
@@ -434,7 +486,8 @@ def _repair(
 
 
 def _recent_deltas(registry: TableRegistry, pair: str, bounded: bool, runs: int) -> list[int]:
-    """The deltas of the pair's last ``runs`` runs of the same mode (full or bounded), newest first."""
+    """The deltas of the pair's last ``runs`` whole runs (not stopped by a budget, not resumed)
+    of the same mode (full or bounded), newest first: a part of the key space is no baseline."""
     from pyspark.sql import functions as F
 
     table = registry.get(REPORTS)
@@ -444,12 +497,53 @@ def _recent_deltas(registry: TableRegistry, pair: str, bounded: bool, runs: int)
     rows = (
         table.read()
         .where((F.col("pair") == pair) & (mode if bounded else ~mode))
+        .where((F.col("covered_from") == 0) & F.col("resume_from").isNull())  # whole runs only
         .orderBy(F.desc("measured_at"))
         .limit(runs)
         .select("total_delta")
         .collect()
     )
     return [int(r[0]) for r in rows]
+
+
+def _resume_point(registry: TableRegistry, pair: str, since: datetime | None, until: datetime | None) -> int:
+    """Where the pair's last run of the same mode and window stopped (0: it finished, or none ran)."""
+    from pyspark.sql import functions as F
+
+    table = registry.get(REPORTS)
+    if not table.exists() or table.current_version() is None:
+        return 0
+    same = (
+        (F.col("pair") == pair)
+        & F.col("since").eqNullSafe(F.lit(since).cast("timestamp"))
+        & F.col("until").eqNullSafe(F.lit(until).cast("timestamp"))
+    )
+    last = table.read().where(same).orderBy(F.desc("measured_at")).limit(1).select("resume_from").collect()
+    return int(last[0][0]) if last and last[0][0] is not None else 0
+
+
+def _samples(differences: DataFrame, key: str) -> dict[str, tuple[str, ...]]:
+    """Up to :data:`SAMPLE` keys per class, smallest first (one small job)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ranked = differences.withColumn(
+        "_n", F.row_number().over(Window.partitionBy(CLASS).orderBy(F.col(key).cast("string")))
+    )
+    found: dict[str, list[str]] = {}
+    for row in ranked.where(F.col("_n") <= SAMPLE).orderBy(CLASS, "_n").collect():
+        found.setdefault(row[CLASS], []).append(str(row[key]))
+    return {kind: tuple(keys) for kind, keys in found.items()}
+
+
+def _repair_keys(differences: DataFrame, key: str, most: float) -> list[Any]:
+    """The missing and divergent keys a repair may reach at its rate in the time left (the
+    driver never holds more keys than it can repair)."""
+    from pyspark.sql import functions as F
+
+    wanted = F.col(CLASS).isin(Difference.MISSING.value, Difference.DIVERGENT.value)
+    rows = differences.where(wanted).select(key).orderBy(key).limit(int(most)).collect()
+    return [r[0] for r in rows]
 
 
 def _write_report(registry: TableRegistry, report: ReconcileReport) -> int:
@@ -473,8 +567,12 @@ def _write_report(registry: TableRegistry, report: ReconcileReport) -> int:
         "total_delta": report.total_delta,
         "repaired": report.repaired,
         "ranges_compared": report.ranges_compared,
-        "leaves_disagreeing": report.leaves_disagreeing,
+        "ranges_listed": report.ranges_listed,
         "rows_diffed": report.rows_diffed,
+        "jobs": report.jobs,
+        "covered_from": report.covered_from,
+        "resume_from": report.resume_from,
+        "stopped_by": report.stopped_by,
         "baseline": report.baseline,
         "step_change": report.step_change,
     }
