@@ -8,7 +8,7 @@ range into :data:`FANOUT` children, level :data:`MAX_LEVEL` holds one position.
 
 **The walk is bounded by construction.** The driver never holds more than
 ``max_ranges`` range summaries (a setting): the first level is the deepest whose range count
-fits (:func:`first_level`), and a later level refines only as many disagreeing ranges as
+fits once split again (:func:`first_level`), and a later level refines only as many disagreeing ranges as
 their children fit (:func:`plan_level`; the rest wait for the next pass of the same run, or
 the next run). A range small enough (``list_rows``) is not refined: its keys are listed. What
 a run may list is capped by its row budget (:func:`fit_rows`), the time it may take by its
@@ -98,10 +98,11 @@ class RangeSummary:
 
 
 def first_level(max_ranges: int) -> int:
-    """The deepest level whose whole range count fits ``max_ranges`` (the first job's level)."""
+    """The first job's level: the deepest whose ranges, split once more, still fit
+    ``max_ranges``, so that a drift in every range is refined without a second pass."""
     check_max_ranges(max_ranges)
     level = 0
-    while level < MAX_LEVEL and FANOUT ** (level + 1) <= max_ranges:
+    while level + 1 < MAX_LEVEL and FANOUT ** (level + 2) <= max_ranges:
         level += 1
     return level
 

@@ -59,9 +59,9 @@ def test_ranges_split_the_key_space_into_sixteen_per_level() -> None:
         shift(16)
 
 
-def test_the_first_level_is_the_deepest_whose_ranges_fit() -> None:
-    assert (first_level(16), first_level(255), first_level(256), first_level(65_536)) == (1, 1, 2, 4)
-    assert first_level(1 << 62) == MAX_LEVEL
+def test_the_first_level_is_the_deepest_whose_ranges_split_once_still_fit() -> None:
+    assert (first_level(16), first_level(255), first_level(256), first_level(65_536)) == (0, 0, 1, 3)
+    assert first_level(1 << 62) == MAX_LEVEL - 1
     with pytest.raises(UsageError, match="at least 16"):
         first_level(15)
 
@@ -213,7 +213,7 @@ def test_equal_sides_take_one_job_and_list_nothing() -> None:
     source, _, _ = drifted(2000, 10**9)
     sides = Sides(source, dict(source))
     found = sides.walk(max_ranges=256, list_rows=64, budget=Budget(10**6, 60))
-    assert (sides.jobs, found.found, found.resume_from, found.peak_held) == ([(2, 0)], (), None, 0)
+    assert (sides.jobs, found.found, found.resume_from, found.peak_held) == ([(1, 0)], (), None, 0)
 
 
 def test_a_drift_across_every_range_is_found_in_one_job_per_level_within_the_bound() -> None:
@@ -225,9 +225,8 @@ def test_a_drift_across_every_range_is_found_in_one_job_per_level_within_the_bou
     assert found.resume_from is None
     assert found.stopped_by is None
     assert found.peak_held <= 256, "the driver never held more summaries than the bound"
-    assert all(
-        asked * FANOUT ** (level - first_level(256)) <= 256 or asked == 0 for level, asked in sides.jobs
-    )
+    assert max(level for level, _ in sides.jobs) > first_level(256), "ranges were refined"
+    assert max(found.trace.compared) <= 256, "no job had more ranges than the bound"
     assert found.trace.jobs == len(sides.jobs) + found.trace.passes, "a job per level, a list job per pass"
     assert found.rows_diffed < 2 * len(source) + 1
 
