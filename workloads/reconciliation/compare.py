@@ -106,13 +106,9 @@ def summarise(both: DataFrame, level: int, parents: Sequence[Range], start: int)
             "dn",
             F.col("dh").cast("string").alias("dh"),
         )
-        .toArrow()
+        .collect()
     )
-    columns = (table.column(c).to_pylist() for c in ("_lakehouse_range", "sn", "sh", "dn", "dh"))
-    return [
-        RangeSummary(Range(level, int(index)), int(sn), int(sh), int(dn), int(dh))
-        for index, sn, sh, dn, dh in zip(*columns, strict=True)
-    ]
+    return [RangeSummary(Range(level, int(r[0])), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in table]
 
 
 def diff_ranges(both: DataFrame, key: str, ranges: Sequence[Range], start: int) -> DataFrame:
