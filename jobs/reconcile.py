@@ -36,7 +36,9 @@ HELP = "compare a derived table with its source by range checksums; report (and 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="the source table (e.g. bronze.orders, gold.correlations)")
     parser.add_argument("derived", help="the derived table (e.g. silver.events, gold.correlations_by_entity)")
-    parser.add_argument("--key", required=True, help="the key column, or SOURCE_COLUMN:DERIVED_COLUMN")
+    parser.add_argument(
+        "--key", help="the key column, or SOURCE_COLUMN:DERIVED_COLUMN (default: the declared pair's)"
+    )
     parser.add_argument(
         "--since", help="bounded mode: only keys modified after this instant (ISO-8601, zone)"
     )

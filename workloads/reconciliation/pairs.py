@@ -30,9 +30,9 @@ path writes ``gold.provisional_correlations``, is one more entry of :data:`PAIRS
          derive=authoritative_rows, derived_where="status = 'provisional'")
 
 with one small projection; the comparison, classes, staleness, bounded mode, report,
-ledger entry, lock and rate-limited repair come with it. Any other two configured tables
-can be reconciled without a declaration (same key name on both sides, or
-``--key SOURCE_COL:DERIVED_COL``; every column they share is compared), report only.
+ledger entry, lock and rate-limited repair come with it. Two tables no pair declares are
+refused (exit 2, before Spark starts): without a declaration nobody has said which side
+wins, by which key, through which projection.
 """
 
 from __future__ import annotations
@@ -225,12 +225,18 @@ def _split_key(key: str) -> tuple[str, str]:
 
 
 def resolve_pair(
-    config: LakehouseConfig, source: str, derived: str, key: str, pairs: Sequence[Pair] = PAIRS
+    config: LakehouseConfig, source: str, derived: str, key: str | None, pairs: Sequence[Pair] = PAIRS
 ) -> Pair:
-    """The pair a command names, checked against the configuration before Spark starts:
-    both tables known, the key on both sides with one type, a declared pair's own key."""
+    """The declared pair a command names, checked against the configuration before Spark
+    starts: both tables known, the key on both sides with one type, a declared pair's own
+    key (``None``: the declared pair's). An undeclared pair is refused: nobody said which side
+    wins, by which key, through which projection."""
     source_types, derived_types = column_types(config, source), column_types(config, derived)
     declared = next((p for p in pairs if p.source == source and p.derived == derived), None)
+    if key is None:
+        if declared is None:
+            raise _undeclared(source, derived, pairs)
+        key = declared.key_text
     if declared is not None:
         if key not in (declared.derived_key, declared.source_key, declared.key_text):
             raise UsageError(f"--key {key!r}: the pair {declared.name} is keyed by {declared.key_text}")
@@ -245,18 +251,14 @@ def resolve_pair(
             f"--key {key!r}: the key types differ, {source}.{source_key} is {source_types[source_key]} "
             f"and {derived}.{derived_key} is {derived_types[derived_key]}"
         )
-    if declared is not None:
-        return declared
-    shared = tuple(c for c in source_types if c in derived_types and c not in (source_key, derived_key))
-    return Pair(
-        source=source,
-        derived=derived,
-        source_key=source_key,
-        derived_key=derived_key,
-        columns=shared,
-        description="undeclared: every shared column compared; no authority, so report only",
-        declared=False,
-    )
+    if declared is None:
+        raise _undeclared(source, derived, pairs)
+    return declared
+
+
+def _undeclared(source: str, derived: str, pairs: Sequence[Pair]) -> UsageError:
+    known = "; ".join(p.name for p in pairs)
+    return UsageError(f"{source} -> {derived} is not a declared pair (declared: {known})")
 
 
 def compared_columns(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -314,12 +315,12 @@ def test_a_command_line_resolves_to_a_pair_before_spark(config: LakehouseConfig)
         resolve_pair(config, "gold.correlations", "gold.correlations_by_entity", "correlation_id")
         is INDEX_PAIR
     )
-    adhoc = resolve_pair(config, "silver.events", "gold.entity_daily", "entity_id")
-    assert (adhoc.declared, adhoc.authority, adhoc.columns) == (False, None, ("resolver",))
+    assert resolve_pair(config, "bronze.orders", "silver.events", None) is orders
+    for key in ("entity_id", None):
+        with pytest.raises(UsageError, match=r"silver\.events -> gold\.entity_daily is not a declared pair"):
+            resolve_pair(config, "silver.events", "gold.entity_daily", key)
     with pytest.raises(UsageError, match="declares no authority"):
-        check_repair(adhoc)
-    renamed = resolve_pair(config, "gold.training_sets", "silver.events", "decision_id:event_id")
-    assert (renamed.source_key, renamed.derived_key) == ("decision_id", "event_id")
+        check_repair(replace(orders, authority=None))
     with pytest.raises(UnknownTableError, match=r"unknown table 'gold\.nope'"):
         resolve_pair(config, "gold.nope", "silver.events", "event_id")
     with pytest.raises(UsageError, match="key types differ"):
