@@ -21,8 +21,8 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
+from jobs.reconcile import reconcile_exit_code
 from lakehouse.config import LakehouseConfig, load_config
 from lakehouse.errors import ReconcileBusyError
 from ledger import open_ledger
@@ -39,7 +40,8 @@ from tests.conftest import REPO, Lakehouse, drop_all
 from tests.replay_history import START, event, write_deliveries
 from workloads.policies import DEFAULT_POLICY_PATH
 from workloads.reconciliation.pairs import resolve_pair
-from workloads.reconciliation.run import load_reconcile_policy, reconcile
+from workloads.reconciliation.run import ReconcileReport, load_reconcile_policy, reconcile
+from workloads.reconciliation.summaries import END
 
 CONF = REPO / "conf" / "lakehouse.yaml"
 ORDERS = ("bronze.orders", "silver.events")
@@ -83,6 +85,32 @@ def test_bad_input_is_one_line_and_exit_2_before_spark_starts(
     assert expected in lines[0]
     assert time.monotonic() - started < 60, "no JVM was started"
     assert not (tmp_path / "warehouse").exists(), "nothing was written"
+
+
+def report(**changes: Any) -> ReconcileReport:
+    """A report of a whole, clean run, with ``changes``."""
+    clean = ReconcileReport(
+        run_id="r", pair="p", key="k", authority="source", source="s", derived="d", source_version=1,
+        derived_version=1, measured_at=datetime(2026, 3, 1, tzinfo=UTC), since=None, until=None,
+        staleness_seconds=0, missing=0, divergent=0, orphan=0, pending=0, repaired=0, repair_batches=0,
+        repaired_version=None, ranges_compared=16, compared_per_level=(16,), disagreeing_per_level=(0,),
+        ranges_listed=0, rows_diffed=0, jobs=1, covered_from=0, resume_from=None, stopped_by=None,
+        max_rows=10, max_seconds=10.0, baseline=None, step_change=False,
+    )  # fmt: skip
+    return replace(clean, **changes)
+
+
+def test_the_exit_code_says_clean_drifted_or_not_finished() -> None:
+    assert reconcile_exit_code(report()) == 0
+    assert reconcile_exit_code(report(orphan=1)) == 4
+    assert reconcile_exit_code(report(missing=2, repaired=2)) == 0, "repaired: nothing remains"
+    assert reconcile_exit_code(report(step_change=True)) == 4
+    stopped = {"resume_from": 99, "stopped_by": "max_rows"}
+    assert reconcile_exit_code(report(**stopped)) == 5, "not finished, nothing found so far"
+    assert reconcile_exit_code(report(divergent=1, **stopped)) == 4, "drift found outranks not finished"
+    resumed = report(covered_from=99)
+    assert (resumed.complete, reconcile_exit_code(resumed)) == (False, 0), "the rest, compared, is clean"
+    assert report(**stopped).covered == 99 / END
 
 
 # -- a small history, a large drift -----------------------------------------------------------
