@@ -186,7 +186,7 @@ def earliest(*positions: int | None) -> int | None:
 
 def check_budget(value: float | None, flag: str) -> None:
     """A budget must be positive (one line, before Spark starts)."""
-    if value is not None and value <= 0:
+    if value is not None and not value > 0:  # NaN too
         raise UsageError(f"{flag} must be more than 0, not {value:g}")
 
 
@@ -327,6 +327,11 @@ def bounded_walk(
         budget.spend_rows(spent, over)
         listed_count, rows = listed_count + len(taken), rows + spent
         step(f"listed the keys of {len(taken)} ranges ({spent} rows)")
+        if over is not None and rows == 0:
+            step(
+                f"a range of one key position from {over} holds more rows than --max-rows "
+                f"({budget.max_rows}): no run passes it until --max-rows is raised"
+            )
         cut = earliest(cut, over)
         position = cut if cut is not None else END
         if over is not None:

@@ -110,7 +110,7 @@ def test_the_row_budget_takes_a_prefix_of_the_listed_ranges() -> None:
 
 
 def test_budgets_must_be_positive_and_time_is_checked_before_each_job() -> None:
-    for value, flag in ((0, "--max-rows"), (-1.5, "--max-seconds")):
+    for value, flag in ((0, "--max-rows"), (-1.5, "--max-seconds"), (float("nan"), "--max-seconds")):
         with pytest.raises(UsageError, match=f"{flag} must be more than 0"):
             check_budget(value, flag)
     now = [0.0]
