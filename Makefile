@@ -15,7 +15,7 @@ CONF ?= conf/lakehouse.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock jars postgres demo check test test-fast lint format bench clean clean-work cluster-demo
+.PHONY: help setup lock jars postgres demo check test test-fast docs lint format bench clean clean-work cluster-demo
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -47,7 +47,7 @@ jars: $(STAMP) ## resolve the JVM jars once into ~/.cache/lakehouse-replay (outs
 	@$(BIN)/lakehouse jars --conf $(CONF)
 	@LAKEHOUSE__ICEBERG__URI=jdbc:postgresql://localhost/iceberg $(BIN)/lakehouse jars --conf $(CONF)
 
-demo: setup ## run the main job on the embedded default (work/ under this folder)
+demo: $(STAMP) jars ## run the main job on the embedded default (work/ under this folder)
 	$(BIN)/lakehouse demo --conf $(CONF)
 
 # Two workers (pytest-xdist): one Spark driver keeps about 1.2 of 2 cores busy on tiny data,
@@ -72,6 +72,10 @@ lint: $(STAMP) ## ruff (lint + format check) and mypy
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+docs: $(STAMP) ## regenerate the CLI reference (docs/reference/cli.md) and build the site into site/ (mkdocs --strict)
+	$(BIN)/python -m jobs.cli_reference
+	$(BIN)/mkdocs build --strict
+
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
@@ -80,7 +84,7 @@ BENCH_DIR ?= benchmarks/out
 BENCH_EVENTS ?= 200000
 BENCH_ROWS ?= 200000
 
-bench: setup ## run the benchmarks small (prints ratios; not part of the suite); BENCH_EVENTS=1000000 for the README figures
+bench: setup ## run the benchmarks small (prints ratios; not part of the suite); BENCH_EVENTS=1000000 for the figures in docs/benchmarks.md
 	$(BIN)/python -m benchmarks pipeline --events $(BENCH_EVENTS) --workdir $(BENCH_DIR)/pipeline
 	$(BIN)/python -m benchmarks replay --lake $(BENCH_DIR)/pipeline/lake
 	$(BIN)/python -m benchmarks asof --rows $(BENCH_ROWS) --workdir $(BENCH_DIR)/asof
@@ -89,7 +93,7 @@ clean-work: ## remove the demo work dir
 	rm -rf work
 
 clean: clean-work ## remove the virtualenv and caches (the jar cache in ~/.cache is kept)
-	rm -rf $(VENV) $(LOCK_TOOLS) .mypy_cache .ruff_cache .pytest_cache *.egg-info
+	rm -rf $(VENV) $(LOCK_TOOLS) .mypy_cache .ruff_cache .pytest_cache *.egg-info site .cache
 
 CLUSTER_ARGS ?= --catalog postgres
 

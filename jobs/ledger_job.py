@@ -106,7 +106,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
 
 
 def _openlineage(record: LedgerRecord) -> dict[str, str]:
-    """The OpenLineage run id of the run an entry opened (README, "Lineage: OpenLineage events")."""
+    """The OpenLineage run id of the run an entry opened (docs/reference/openlineage.md)."""
     if record.kind not in OPENING_KINDS or record.run_id is None:
         return {}
     return {"openlineage_run_id": openlineage_run_id(record.run_id, record.entry_id)}

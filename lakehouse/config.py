@@ -146,7 +146,7 @@ class MlflowSettings(StrictModel):
 
 
 class LineageSettings(StrictModel):
-    """Where the OpenLineage events of recorded runs go (README, "Lineage: OpenLineage events").
+    """Where the OpenLineage events of recorded runs go (docs/reference/openlineage.md).
 
     ``file`` (the default) appends one JSON line per event to ``path`` (default
     ``<workdir>/lineage/events.ndjson``); ``http`` posts each event to ``url`` + ``endpoint``

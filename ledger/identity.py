@@ -1,4 +1,4 @@
-"""Identity of what a run read, what logic it ran and what it wrote (DESIGN section 5).
+"""Identity of what a run read, what logic it ran and what it wrote (docs/concepts.md).
 
 * :class:`InputRead`: the version / snapshot id of an input table actually read, plus the
   bounded range read (event-time interval, entity set, manifests).

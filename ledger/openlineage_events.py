@@ -1,4 +1,4 @@
-"""OpenLineage RunEvents of the runs the ledger records (README, "Lineage: OpenLineage events").
+"""OpenLineage RunEvents of the runs the ledger records (docs/reference/openlineage.md).
 
 The hook is the ledger writer: every ``run_started``, ``run_finished``, ``publication`` and
 ``rollback`` entry it actually appends (a deduplicated rerun appends nothing, so it emits
@@ -63,7 +63,7 @@ FACET = "lakehouse_run"
 
 SCHEMA_URL = "urn:lakehouse-replay:openlineage:LakehouseRunFacet"
 """Our custom facet's ``_schemaURL`` (a URI the spec requires; the facet is documented in the
-README, "Lineage: OpenLineage events", and published nowhere)."""
+docs/reference/openlineage.md, and published nowhere)."""
 
 OPENING_KINDS = ("run_started", "rollback")
 EMITTING_KINDS = ("run_started", "run_finished", "publication", "rollback")

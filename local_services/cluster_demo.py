@@ -5,7 +5,7 @@
    ``--py-files`` (``--py-files`` takes ``.py``/``.zip``/``.egg``, not wheels). The worker runs
    on this host, so its executors use the project venv's interpreter
    (``spark.pyspark.python``); a cluster of other machines ships a packed venv instead
-   (``venv-pack`` + ``--archives``, README "On a cluster").
+   (``venv-pack`` + ``--archives``, docs/deployment.md).
 3. Write the cluster's lakehouse configuration (``conf/lakehouse.yaml`` with the work dir
    under this run's folder, and the Iceberg catalog: SQLite under the work dir, or
    PostgreSQL) and submit every command of the story with ``spark-submit --master

@@ -66,7 +66,7 @@ NO_PYTHON_CALL_SITES = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
 """PySpark does not record the Python caller of each ``functions`` and ``Column`` call for
 DataFrame error messages: recording it takes about ten round trips to the JVM instead of one,
 and the reconcile module took 21% less without it (214 s -> 168 s, measured: see the
-suite-time notes in the README). A static setting that only PySpark reads, once per process."""
+suite-time history in docs/benchmarks.md). A static setting that only PySpark reads, once per process."""
 
 AS_USERS_RUN = ("tests/test_demo.py", "tests/jobs/test_cli_history.py")
 """The product-path modules (the demo, every CLI command): Spark's code generation and PySpark's
@@ -320,9 +320,9 @@ LIFECYCLE_READERS = (
     "tests/workloads/replay/test_replay_flow.py",
     "tests/workloads/replay/test_replay_quality.py",
 )
-"""The modules that read the session-wide :func:`lifecycle`: one worker runs them all, so
-the history is built once per format in the whole run, not once per worker (checked at
-collection: a new reader must be listed here)."""
+"""The modules that read the session-wide :func:`lifecycle`: one worker runs their tests on
+each format, so each format's history is built once in the whole run, not once per worker
+(checked at collection: a new reader must be listed here)."""
 
 
 def module_of(item: pytest.Item) -> str:
@@ -337,11 +337,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     at the end. Refuses a reader of the lifecycle that :data:`LIFECYCLE_READERS` does not
     list, and a user-path module of :data:`AS_USERS_RUN` that is gone (renamed, it would
     silently lose Spark's defaults)."""
-    unlisted = {module_of(item) for item in items if "lifecycle" in getattr(item, "fixturenames", ())} - set(
-        LIFECYCLE_READERS
-    )
+    readers = [item for item in items if "lifecycle" in getattr(item, "fixturenames", ())]
+    unlisted = {module_of(item) for item in readers} - set(LIFECYCLE_READERS)
     if unlisted:
         raise pytest.UsageError(f"add {sorted(unlisted)} to LIFECYCLE_READERS in tests/conftest.py")
+    unscheduled = [item.nodeid for item in readers if not unit_of(item.nodeid).startswith("lifecycle-")]
+    if unscheduled:
+        raise pytest.UsageError(f"no format in the ids of {unscheduled}: unit_of cannot schedule them")
     renamed = [module for module in AS_USERS_RUN if not (REPO / module).is_file()]
     if renamed:
         raise pytest.UsageError(f"AS_USERS_RUN in tests/conftest.py names missing modules {renamed}")
@@ -366,9 +368,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 
 def unit_of(nodeid: str) -> str:
-    """A test's scheduling unit: its module, or ``lifecycle`` for the lifecycle's readers."""
+    """A test's scheduling unit: its module, or ``lifecycle-<format>`` for a test of the
+    lifecycle's readers run on that format's lifecycle (so the two formats' lifecycles are
+    built on different workers, each once)."""
     module = nodeid.split("::", 1)[0]
-    return "lifecycle" if module in LIFECYCLE_READERS else module
+    if module in LIFECYCLE_READERS and nodeid.endswith("]"):
+        params = nodeid.rpartition("[")[2][:-1].split("-")
+        for table_format in FORMATS:
+            if table_format.value in params:
+                return f"lifecycle-{table_format.value}"
+    return module
 
 
 class UnitClock:

@@ -434,7 +434,7 @@ def extracts_of(ledger: Ledger, tables: Iterable[str], workdir: Path) -> tuple[R
 
 def delete_extracts(extracts: Iterable[RecordedExtract], workdir: Path) -> dict[str, str]:
     """Delete each extract's folder (a rerun finds nothing left to delete); returns extract id
-    -> folder. Deleted, not regenerated: see the README, "Redacted audit extracts"."""
+    -> folder. Deleted, not regenerated: see docs/guides/compliance.md, "Redacted audit extracts"."""
     deleted = {}
     for found in extracts:
         shutil.rmtree(workdir / found.folder, ignore_errors=True)

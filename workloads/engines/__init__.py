@@ -3,5 +3,5 @@
 An engine module exposes ``NAME``, one ``VERSION``-style constant per version it holds,
 and pure functions ``DataFrame -> DataFrame`` per version (``resolve_v1``, ...). A new
 version is added beside the old one, never in place, so that history built by the old
-version can be rebuilt, compared and superseded (see DESIGN.md sections 5 and 6).
+version can be rebuilt, compared and superseded (see docs/concepts.md).
 """

@@ -24,7 +24,7 @@ it provably mirrors; otherwise it reads the store itself and says so.
 incremental merge would rewrite nearly every index file anyway, and it would leave them
 unsorted across commits. A rebuild from the source is simple, deterministic (same store
 version, same index rows) and leaves the best possible layout for reads. Its cost is one
-pass over the store per serving change; see the README's benchmark section.
+pass over the store per serving change; see docs/benchmarks.md.
 """
 
 from __future__ import annotations

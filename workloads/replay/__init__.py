@@ -1,4 +1,4 @@
-"""W2 retrospective re-correlation: the replay flow of DESIGN.md section 6.
+"""W2 retrospective re-correlation: the replay flow in docs/concepts.md.
 
 Plain library functions for the CLI (each returns a frozen dataclass whose fields are what
 ``--json`` prints; :mod:`jobs.render` draws them for people):
