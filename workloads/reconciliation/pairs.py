@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Final
 
 from lakehouse.config import LakehouseConfig
 from lakehouse.errors import UnknownTableError, UsageError
+from lakehouse.frames import materialize, union_all
+from lakehouse.tables.base import sql_literal
 from workloads.asof.readers import ddl_fields
 from workloads.policies import DEFAULT_POLICY_PATH
 from workloads.vocabulary import FEEDS, TableName
@@ -116,14 +118,24 @@ class Pair:
 SILVER_UNCOMPARED: Final = ("entity_id", "resolver")
 
 
-def silver_fated(feed: str, bronze: DataFrame, ctx: DeriveContext) -> DataFrame:
-    """A feed's Bronze rows with the fate a Silver build gives each (the build's own functions)."""
+def silver_fated(feeds: Mapping[str, DataFrame], ctx: DeriveContext) -> DataFrame:
+    """Bronze rows of ``feeds`` (feed -> rows) with the fate a Silver build gives each (the
+    build's own functions), computed once and cut from their lineage.
+
+    Cut like the build's and the stream's fated frame (:func:`lakehouse.frames.materialize`):
+    a join planned above the canonicalisation's projections and the fates' windows (entity
+    resolution's order lookup, a repair's semi-join on its keys, bounded mode's semi-join)
+    makes Spark's constraint inference explode (see
+    :func:`workloads.silver.lateness.admit_approved`): minutes of JVM time on a few hundred
+    rows. Above the computed rows the same joins plan at once.
+    """
     from workloads.silver.adapters import ADAPTERS, canonicalise
     from workloads.silver.exceptions import approvals_in_queue
     from workloads.silver.lateness import assign_fates, load_lateness_policy
 
     policy = load_lateness_policy(ctx.policies)
-    return assign_fates(canonicalise(bronze, ADAPTERS[feed]), policy, approvals_in_queue(ctx.registry))
+    canonical = union_all([canonicalise(rows, ADAPTERS[feed]) for feed, rows in feeds.items()])
+    return materialize(assign_fates(canonical, policy, approvals_in_queue(ctx.registry)))
 
 
 def _unresolved(events: DataFrame) -> DataFrame:
@@ -136,30 +148,42 @@ def _silver_derive(feed: str) -> Projection:
     def derive(bronze: DataFrame, ctx: DeriveContext) -> DataFrame:
         from workloads.silver.routing import silver_rows
 
-        return silver_rows(silver_fated(feed, bronze, ctx), _unresolved).drop(*SILVER_UNCOMPARED)
+        return silver_rows(silver_fated({feed: bronze}, ctx), _unresolved).drop(*SILVER_UNCOMPARED)
 
     return derive
+
+
+def carried_label(derived: DataFrame) -> str:
+    """The resolver label most of the pinned derived rows carry (the version in force when
+    Silver was built); the current default when none carries one."""
+    from workloads.engines import entity_resolution
+
+    counted = derived.groupBy("resolver").count().orderBy("count", ascending=False).collect()
+    return next((r[0] for r in counted if r[0]), entity_resolution.engine_label(entity_resolution.VERSION))
 
 
 def _silver_repair(feed: str) -> Projection:
     def repair(bronze: DataFrame, ctx: DeriveContext) -> DataFrame:
         """The rows a Silver build would write: every feed's current Bronze resolved together
-        (entity resolution links across feeds) by the version the Silver rows carry."""
-        from pyspark.sql import functions as F
+        (entity resolution links across feeds) by the version the Silver rows carry.
 
+        Resolution is not per row (an event without an email takes its order's entity, and
+        v2/v3 group every event of an email key), so the whole fated input is resolved, as a
+        build does, and the caller keeps the keys it repairs; the fated rows are computed
+        first (:func:`silver_fated`), so the resolver's join and the caller's semi-join plan
+        against computed rows."""
         from workloads.engines import entity_resolution
         from workloads.silver.routing import silver_rows
 
         assert ctx.derived is not None
-        carried = [r[0] for r in ctx.derived.groupBy("resolver").count().orderBy(F.desc("count")).collect()]
-        label = next((c for c in carried if c), entity_resolution.engine_label(entity_resolution.VERSION))
-        union = silver_fated(feed, bronze, ctx)
+        label = carried_label(ctx.derived)
+        feeds = {feed: bronze}
         for other in FEEDS:
             table = ctx.registry.get(other.bronze_table)
             if other.value != feed and table.exists() and table.current_version() is not None:
-                union = union.unionByName(silver_fated(other.value, table.read(), ctx))
+                feeds[other.value] = table.read()
         resolve = entity_resolution.resolver_for(label.rsplit("@", 1)[1])
-        return silver_rows(union, resolve).where(F.col("domain") == feed)
+        return silver_rows(silver_fated(feeds, ctx), resolve).where(f"domain = {sql_literal(feed)}")
 
     return repair
 
