@@ -25,6 +25,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_ack
     from workloads.replay import ack
 
+    ctx.require_replay_run(args.run_id)  # exit 2 before Spark: malformed, no lakehouse, unknown
     result = ack(ctx.registry, args.consumer, args.run_id, by=args.by, clock=ctx.clock)
     return Outcome(data=result, lines=[render_ack(result)])
 

@@ -26,6 +26,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_approval
     from workloads.replay import approve
 
+    ctx.require_replay_run(args.run_id)  # exit 2 before Spark: malformed, no lakehouse, unknown
     result = approve(
         ctx.registry, args.run_id, by=args.by, clock=ctx.clock, reason=args.reason, reject=args.reject
     )

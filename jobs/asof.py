@@ -51,24 +51,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_asof, render_history
     from lakehouse.errors import UsageError
-    from lakehouse.expressions import parse_instant
+    from lakehouse.expressions import parse_instant, parse_where
     from workloads.asof import PythonReader, Reader, SparkReader, asof, entity_history
+    from workloads.asof.answer import refuse_unanswerable
 
-    reader: Reader = PythonReader(ctx.config) if args.reader == "pyiceberg" else SparkReader(ctx.registry)
+    # Every argument is checked against the configuration alone, then the work dir: bad input
+    # is one line (exit 2) before a JVM starts (SparkReader starts it).
     known = sorted(ctx.config.tables)
+    refuse_unanswerable(args.table, known)
+    if args.history and not args.entity:
+        raise UsageError("--history needs --entity ID")
+    if not args.history and not args.at:
+        raise UsageError("asof needs --at TIMESTAMP (ISO-8601 with a time zone), or --history --entity ID")
+    at = None if args.history else parse_instant(args.at, what="--at")
+    if args.where:
+        parse_where(args.where, PythonReader(ctx.config).columns(args.table))
+    ctx.require_lakehouse()
+    reader: Reader = PythonReader(ctx.config) if args.reader == "pyiceberg" else SparkReader(ctx.registry)
     if args.history:
-        if not args.entity:
-            raise UsageError("--history needs --entity ID")
         story = entity_history(
             reader, args.table, args.entity, known_tables=known, use_index=not args.no_index
         )
         return Outcome(data=story, lines=render_history(story))
-    if not args.at:
-        raise UsageError("asof needs --at TIMESTAMP (ISO-8601 with a time zone), or --history --entity ID")
+    assert at is not None
     answer = asof(
         reader,
         args.table,
-        parse_instant(args.at, what="--at"),
+        at,
         known_tables=known,
         entity=args.entity,
         where=args.where,

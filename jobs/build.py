@@ -10,7 +10,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument
 
 NAME = "build"
 HELP = "build Silver (canonical, deduplicated, entity-resolved) or Gold (features, baselines, correlations)"
@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", type=date.fromisoformat, help="silver: first event date to rebuild")
     parser.add_argument("--until", type=date.fromisoformat, help="silver: event date to stop before")
     parser.add_argument("--full", action="store_true", help="gold: recompute everything, not only changes")
-    parser.add_argument("--policies", type=Path, default=Path("conf/policies.yaml"), help="lateness policy")
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_policies_argument(parser)
+    add_engines_argument(parser)
     add_engine_pins_argument(
         parser,
         "run this declared version instead of the one in force (repeatable; recorded with the "
@@ -54,6 +54,7 @@ def engine_pin(text: str) -> tuple[str, int]:
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_gold, render_silver
+    from lakehouse.errors import UsageError
     from ledger.engines import load_engines
     from workloads.gold.quality import medallion_gate as gate
     from workloads.pipeline import run_gold, run_silver
@@ -63,12 +64,15 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     catalog = load_engines(args.engines)  # a bad file or pin: exit 2, before Spark
     pinned = {name: catalog.resolve(name, version).version for name, version in args.pins}
     if args.zone == "silver":
+        if args.since and args.until and args.since >= args.until:
+            raise UsageError(f"--since {args.since} must be before --until {args.until}")
+        lateness = load_lateness_policy(args.policies)  # a bad file: exit 2, before Spark
         ctx.progress("building Silver from pinned Bronze")
         silver = run_silver(
             ctx.registry,
             ctx.ledger,
             ctx.clock,
-            policy=load_lateness_policy(args.policies),
+            policy=lateness,
             since=args.since,
             until=args.until,
             gate=gate,

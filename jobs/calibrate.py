@@ -18,7 +18,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.build import engine_pin
-from jobs.common import Context, Outcome, add_policies_argument
+from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument, add_renamed_argument
 
 NAME = "calibrate"
 HELP = "measure an engine release's confidence against later outcomes per scope; fit and register calibrators"
@@ -33,11 +33,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the declared release whose decisions to judge, e.g. correlation@1",
     )
     parser.add_argument("--scope", help="one correlation type only (default: every type, each its own scope)")
-    parser.add_argument("--from", dest="since", type=date.fromisoformat, help="first valid_from date")
+    add_renamed_argument(
+        parser, "--since", "--from", dest="since", type=date.fromisoformat, help="first valid_from date"
+    )
     parser.add_argument("--until", type=date.fromisoformat, help="valid_from date to stop before")
-    parser.add_argument(
+    add_renamed_argument(
+        parser,
+        "--at",
         "--as-of",
         dest="as_of",
+        metavar="T",
         help="what the lake knew at this instant (ISO-8601 with a zone; default: now)",
     )
     parser.add_argument(
@@ -45,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="label_horizon",
         help="how long after valid_from an outcome still counts, e.g. 90d (default: the policy's)",
     )
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engines_argument(parser)
     parser.add_argument(
         "--declare",
         action="store_true",
@@ -98,11 +103,11 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     policy = load_calibration_policy(args.policies)
     horizon = label_horizon_days(args.label_horizon) if args.label_horizon else policy.label_horizon_days
     now = datetime.now(UTC)
-    as_of = parse_instant(args.as_of, what="--as-of") if args.as_of else None
+    as_of = parse_instant(args.as_of, what="--at") if args.as_of else None
     if as_of is not None and as_of > now:
-        raise UsageError(f"--as-of {args.as_of} is in the future (now {now.isoformat(timespec='seconds')})")
+        raise UsageError(f"--at {args.as_of} is in the future (now {now.isoformat(timespec='seconds')})")
     if args.since and args.until and args.since >= args.until:
-        raise UsageError(f"--from {args.since} must be before --until {args.until}")
+        raise UsageError(f"--since {args.since} must be before --until {args.until}")
     check_reachable(tracking_for(ctx.config))
     ctx.require_lakehouse()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_engines_argument
 
 NAME = "calibration"
 HELP = "which calibration of an engine was in force at time T, and what had been measured of it"
@@ -25,7 +25,7 @@ HELP = "which calibration of an engine was in force at time T, and what had been
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--at", required=True, help="ISO-8601 instant with a zone, e.g. 2026-11-29T12:00Z")
     parser.add_argument("--engine", default="correlation", help="the engine's name (default: correlation)")
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engines_argument(parser)
     parser.add_argument(
         "--reader",
         choices=["spark", "pyiceberg"],

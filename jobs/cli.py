@@ -12,10 +12,11 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from jobs.common import add_common_arguments, execute
+from jobs.common import GLOBAL_OPTIONS_WITH_A_VALUE, add_common_arguments, execute
 from jobs.output import output_for
+from lakehouse.errors import EXIT_CODE_MEANINGS, ExitCode
 
 COMMANDS: dict[str, str] = {
     "demo": "jobs.demo",
@@ -61,7 +62,7 @@ def _load(module_name: str) -> ModuleType:
 class ArgumentsRefused(Exception):
     """A command line argparse refuses; :func:`main` reports it like any other error (exit 2)."""
 
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,36 +73,112 @@ class _Parser(argparse.ArgumentParser):
         raise ArgumentsRefused(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
+JVM_COMPONENTS = {
+    "io.delta:delta-spark_": "Delta Lake",
+    "org.apache.iceberg:iceberg-spark-runtime-": "Iceberg",
+}
+"""Coordinate prefix of a pinned JVM package (``jars.packages``' default) -> the name ``--version`` shows."""
+
+
+def version_text() -> str:
+    """``lakehouse-replay X (Spark Y, Delta Lake Z, Iceberg W)``: the installed package, the
+    installed pyspark and the Delta and Iceberg jars pinned by default; nothing starts a JVM."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from lakehouse.config import JarSettings
+
+    def installed(distribution: str) -> str:
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            return "not installed"
+
+    parts = [f"Spark {installed('pyspark')}"]
+    for prefix, label in JVM_COMPONENTS.items():
+        parts += [f"{label} {p.rsplit(':', 1)[1]}" for p in JarSettings().packages if p.startswith(prefix)]
+    return f"lakehouse-replay {installed('lakehouse-replay')} ({', '.join(parts)})"
+
+
+def exit_codes_text() -> str:
+    """The exit-code table for ``lakehouse --help``, from :data:`lakehouse.errors.EXIT_CODE_MEANINGS`."""
+    import textwrap
+
+    return "exit codes:\n" + "\n".join(
+        textwrap.fill(
+            meaning.replace("`", ""),
+            width=88,
+            initial_indent=f"  {code.value:>3}  ",
+            subsequent_indent=" " * 7,
+        )
+        for code, meaning in EXIT_CODE_MEANINGS.items()
+    )
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print :func:`version_text` and exit 0 (computed only when asked for)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        sys.stdout.write(version_text() + "\n")
+        sys.stdout.flush()
+        parser.exit(0)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="lakehouse",
         description="A replayable medallion lakehouse on Spark, Delta Lake and Apache Iceberg.",
+        allow_abbrev=False,  # an option is spelled out: --engine is never read as --engines
+        epilog=exit_codes_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the version of lakehouse-replay, Spark and the pinned Delta Lake and Iceberg jars",
+    )
+    add_common_arguments(parser)  # global options: before the command, or after it (below)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:
-            sub.add_parser(name)
+            sub.add_parser(name, allow_abbrev=False)
             continue
         module = _load(module_name)
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        add_common_arguments(command)
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP, allow_abbrev=False)
+        add_common_arguments(command, defaults=False)
         module.add_arguments(command)
         command.set_defaults(handler=module.run)
     return parser
 
 
+def command_in(args_list: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is neither an option nor a
+    global option's value (``lakehouse --conf c.yaml asof ...`` is ``asof``)."""
+    words = iter(args_list)
+    for word in words:
+        if word in GLOBAL_OPTIONS_WITH_A_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    chosen = next((a for a in args_list if not a.startswith("-")), None)
+    chosen = command_in(args_list)
     parser = build_parser(only=chosen if chosen in COMMANDS else None)
     try:
         args = parser.parse_args(args_list)
+        if args.verbose and args.quiet:
+            raise ArgumentsRefused("lakehouse: --verbose and --quiet: choose one")
     except ArgumentsRefused as exc:
         output_for("--json" in args_list).error(str(exc), exc.exit_code)
         return exc.exit_code
     if args.command is None:
         parser.print_help()
-        return 2
+        return ExitCode.BAD_INPUT
     return execute(args.handler, args)
 
 

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
 from rich.console import Console
 
 from jobs.output import Block, Outcome, Output, TableView, output_for, table_lines
 from jobs.progress import StepProgress, configure_logging, log_level
 from lakehouse.config import DEFAULT_CONF_PATH, LakehouseConfig, load_config
-from lakehouse.errors import LakehouseError
+from lakehouse.errors import ExitCode, LakehouseError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -82,36 +83,140 @@ class Context:
         """Refuse, before Spark starts, a work dir that holds no lakehouse yet, saying how to make one."""
         from lakehouse.errors import UsageError
 
-        if not (self.config.workdir_path / "warehouse").is_dir():
+        warehouse = urlparse(self.config.warehouse_uri)
+        if warehouse.scheme != "file":  # an object store: whether it holds tables, Spark will tell
+            return
+        if not Path(unquote(warehouse.path)).is_dir():
             raise UsageError(
                 f"no lakehouse in {self.config.workdir_path}: build one first "
                 f"(lakehouse demo, or generate + ingest + build), or pass --workdir"
             )
+
+    def require_replay_run(self, run_id: str) -> None:
+        """Refuse, before Spark starts, a RUN that is not a replay run id, a work dir without a
+        lakehouse, and a run the ledger does not hold (read without a JVM, by deltalake or
+        pyiceberg as ``asof --reader pyiceberg`` reads it). A ledger that cannot be read that
+        way is left to the command, which refuses an unknown run with the same line (exit 2)."""
+        import re
+
+        from lakehouse.errors import UsageError
+
+        if not re.fullmatch(r"replay-[0-9a-f]{16}", run_id):
+            raise UsageError(f"RUN {run_id!r} is not a replay run id (replay- and 16 hex digits)")
+        self.require_lakehouse()
+        from workloads.replay.state import run_state
+
+        if not self._catalog_exists():  # no catalog yet, so no Iceberg ledger: no run at all
+            run_state(run_id, [])
+        try:
+            from workloads.asof import PythonReader
+
+            mine = [r.entry() for r in PythonReader(self.config).run_records(run_id)]
+        except Exception as exc:  # no JVM-free route to this ledger: the command will tell
+            log.debug(
+                "ledger not read without a JVM (%s: %s); RUN checked after Spark starts",
+                type(exc).__name__,
+                exc,
+            )
+            return
+        run_state(run_id, mine)  # UnknownRunError: exit 2
+
+    def _catalog_exists(self) -> bool:
+        """False only for the embedded SQLite catalog whose file is missing (opening it would
+        create it) while the ledger is an Iceberg table."""
+        from lakehouse.config import TableFormat
+        from lakehouse.tables.registry import table_spec
+        from ledger.store import LEDGER_TABLE
+
+        sqlite = "jdbc:sqlite:"
+        settings = self.config.tables.get(LEDGER_TABLE)
+        if settings is None or not self.config.iceberg_uri.startswith(sqlite):
+            return True
+        if table_spec(self.config, LEDGER_TABLE, settings).format is not TableFormat.ICEBERG:
+            return True
+        return Path(self.config.iceberg_uri.removeprefix(sqlite)).exists()
 
     def progress(self, message: str, *, done: int | None = None, total: int | None = None) -> None:
         """One step of long work (the callback library functions are handed), on stderr."""
         self.steps(message, done=done, total=total)
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags every command takes."""
+GLOBAL_OPTIONS_WITH_A_VALUE = ("--conf", "--workdir", "--format")
+"""The global options that take a value (the command line's first other word is the command)."""
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+    """Flags every command takes, before or after the command's name.
+
+    The top parser has them with their defaults; each command's parser with ``defaults=False``
+    (``argparse.SUPPRESS``), so that a flag given before the command is not reset by the
+    command's parser when it is not repeated after it.
+    """
+
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
     parser.add_argument(
         "--conf",
         type=Path,
-        default=DEFAULT_CONF_PATH,
+        default=default(DEFAULT_CONF_PATH),
         help=f"configuration file (default: {DEFAULT_CONF_PATH})",
     )
-    parser.add_argument("--workdir", type=Path, help="work directory (overrides the configuration)")
     parser.add_argument(
-        "--format", choices=["delta", "iceberg"], help="force one format for every table (overrides zones)"
+        "--workdir", type=Path, default=default(None), help="work directory (overrides the configuration)"
     )
     parser.add_argument(
-        "--json", action="store_true", help="print the result as JSON (errors: one JSON line on stderr)"
+        "--format",
+        choices=["delta", "iceberg"],
+        default=default(None),
+        help="force one format for every table (overrides zones)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=default(False),
+        help="print the result as JSON (errors: one JSON line on stderr)",
     )
     loudness = parser.add_mutually_exclusive_group()
-    loudness.add_argument("--verbose", action="store_true", help="debug messages on stderr")
-    loudness.add_argument("--quiet", action="store_true", help="only warnings and errors on stderr")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    loudness.add_argument(
+        "--verbose",
+        action="store_true",
+        default=default(False),
+        help="debug messages on stderr (the JVM's start-up lines among them)",
+    )
+    loudness.add_argument(
+        "--quiet", action="store_true", default=default(False), help="only warnings and errors on stderr"
+    )
+    parser.add_argument(
+        "--debug", action="store_true", default=default(False), help="show tracebacks on errors"
+    )
+
+
+class _OldSpelling(argparse.Action):
+    """An option's old spelling: stores its value where the new one does and notes a
+    deprecation line, which :func:`execute` writes on stderr."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: str, **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        notes = [*getattr(namespace, "deprecations", ())]
+        notes.append(f"{option} is deprecated: use {self.new} (the old spelling goes in the next release)")
+        namespace.deprecations = notes
+
+
+def add_renamed_argument(parser: argparse.ArgumentParser, new: str, old: str, **kwargs: Any) -> None:
+    """``new`` as documented, and ``old`` still accepted for one release with a deprecation line
+    (one name per meaning: ``--at`` for knowledge time, ``--since``/``--until`` for ranges)."""
+    if kwargs.get("help"):
+        kwargs["help"] += f" ({old}: the old spelling, accepted until the next release)"
+    action = parser.add_argument(new, **kwargs)
+    typed: dict[str, Any] = {"type": action.type} if action.type is not None else {}
+    parser.add_argument(old, dest=action.dest, action=_OldSpelling, new=new, **typed)
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -140,21 +245,26 @@ def execute(handler: Handler, args: argparse.Namespace) -> int:
         ),
         console=errors,
     )
+    for note in getattr(args, "deprecations", ()):
+        output.warning(note)
     with StepProgress(errors) as steps:
         try:
             config = load_config(args.conf, overrides=config_overrides(args))
+            default_files(args, config)
             outcome = handler(args, Context(args=args, config=config, steps=steps))
         except LakehouseError as exc:
             steps.stop()
             return _fail(output, str(exc), exc.exit_code, debug=args.debug)
         except KeyboardInterrupt:
             steps.stop()
-            return _fail(output, "interrupted", 130, debug=False)
+            return _fail(output, "interrupted", ExitCode.INTERRUPTED, debug=False)
         except Exception as exc:
             steps.stop()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             hint = "" if args.debug else " (rerun with --debug for details)"
-            return _fail(output, f"unexpected {type(exc).__name__}: {first}{hint}", 1, debug=args.debug)
+            return _fail(
+                output, f"unexpected {type(exc).__name__}: {first}{hint}", ExitCode.FAILED, debug=args.debug
+            )
     output.result(outcome)
     if outcome.error is not None:
         output.error(outcome.error, outcome.exit_code)
@@ -163,11 +273,32 @@ def execute(handler: Handler, args: argparse.Namespace) -> int:
 
 def add_policies_argument(parser: argparse.ArgumentParser) -> None:
     """``--policies PATH``: the policy file (lateness; how long history stays protected)."""
-    from workloads.policies import DEFAULT_POLICY_PATH
-
     parser.add_argument(
-        "--policies", type=Path, default=DEFAULT_POLICY_PATH, help="policy file (default: conf/policies.yaml)"
+        "--policies",
+        type=Path,
+        help="policy file (default: policies_file in the configuration, else conf/policies.yaml)",
     )
+
+
+def add_engines_argument(parser: argparse.ArgumentParser, help: str = "declared engines") -> None:
+    """``--engines PATH``: the declared engines file."""
+    parser.add_argument(
+        "--engines",
+        type=Path,
+        help=f"{help} (default: engines_file in the configuration, else conf/engines.yaml)",
+    )
+
+
+def default_files(args: argparse.Namespace, config: LakehouseConfig) -> None:
+    """``--engines`` and ``--policies`` not given: the configuration's files, else the shipped ones."""
+    if "engines" in vars(args) and args.engines is None:
+        from workloads.runs import DEFAULT_ENGINES
+
+        args.engines = config.engines_file or DEFAULT_ENGINES
+    if "policies" in vars(args) and args.policies is None:
+        from workloads.policies import DEFAULT_POLICY_PATH
+
+        args.policies = config.policies_file or DEFAULT_POLICY_PATH
 
 
 def _fail(output: Output, message: str, exit_code: int, *, debug: bool) -> int:

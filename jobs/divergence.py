@@ -16,6 +16,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.common import Context, Outcome
+from lakehouse.errors import ExitCode
 
 NAME = "divergence"
 HELP = (
@@ -34,7 +35,11 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
 
     ctx.require_lakehouse()
     view = read_divergence(ctx.registry)
-    return Outcome(data=view, lines=render_divergence(view), exit_code=4 if view.flagged else 0)
+    return Outcome(
+        data=view,
+        lines=render_divergence(view),
+        exit_code=ExitCode.CHECK_FAILED if view.flagged else ExitCode.DONE,
+    )
 
 
 if __name__ == "__main__":

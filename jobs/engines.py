@@ -4,7 +4,7 @@ An engine is versioned transformation logic declared in ``conf/engines.yaml``. N
 these verbs needs Spark:
 
 * ``list``: every declared version, and whether its code still matches its fingerprint;
-* ``check``: the same verification, one line per version (exit 1 if any code changed);
+* ``check``: the same verification, one line per version (exit 4 if any code changed);
 * ``fingerprint --implementation module:function``: print the code fingerprint;
 * ``fill``: replace every ``pending`` fingerprint in the file with the code's;
 * ``declare``: append the next version of an engine to the file (fingerprint computed
@@ -24,7 +24,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, table_lines
+from jobs.common import Context, Outcome, add_engines_argument, table_lines
+from lakehouse.errors import ExitCode
 
 NAME = "engines"
 HELP = (
@@ -36,7 +37,7 @@ ACTIONS = ("list", "check", "fingerprint", "fill", "declare")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=ACTIONS)
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="engines file")
+    add_engines_argument(parser, "engines file")
     parser.add_argument("--name", help="declare: the engine (e.g. correlation)")
     parser.add_argument(
         "--implementation", help="declare, fingerprint: package.module:function of the engine's code"
@@ -96,7 +97,11 @@ def _list(args: argparse.Namespace, ctx: Context) -> Outcome:
     ]
     failed = any(r["code"] != "ok" for r in rows)
     columns = ["engine", "effective_from", "implementation", "fingerprint", "code"]
-    return Outcome(data={"engines": rows}, lines=table_lines(rows, columns), exit_code=1 if failed else 0)
+    return Outcome(
+        data={"engines": rows},
+        lines=table_lines(rows, columns),
+        exit_code=ExitCode.CHECK_FAILED if failed else ExitCode.DONE,
+    )
 
 
 def _check(args: argparse.Namespace, ctx: Context) -> Outcome:
@@ -110,7 +115,11 @@ def _check(args: argparse.Namespace, ctx: Context) -> Outcome:
         for c in checks
     ]
     data = {"engines": [{"engine": c.engine.ref, "ok": c.ok, "problem": c.problem} for c in checks]}
-    return Outcome(data=data, lines=lines, exit_code=0 if all(c.ok for c in checks) else 1)
+    return Outcome(
+        data=data,
+        lines=lines,
+        exit_code=ExitCode.DONE if all(c.ok for c in checks) else ExitCode.CHECK_FAILED,
+    )
 
 
 def _fingerprint(args: argparse.Namespace, ctx: Context) -> Outcome:

@@ -16,6 +16,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.common import Context, Outcome
+from lakehouse.errors import ExitCode
 
 NAME = "erase"
 HELP = (
@@ -46,21 +47,21 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from lakehouse.errors import UsageError
     from workloads.compliance import ErasureRequest, erase, find_certificate, reverify
 
+    if args.verify and (args.request or args.reason or args.dry_run):
+        raise UsageError("--verify CERT takes no --request, --reason or --dry-run")
+    if not (args.verify or args.subject_email or args.entity):
+        raise UsageError("name the subject: --subject-email ADDRESS or --entity ID (or --verify CERT)")
     deliveries = args.deliveries or ctx.config.workdir_path / "history"
     ctx.require_lakehouse()
     if args.verify:
-        if args.request or args.reason or args.dry_run:
-            raise UsageError("--verify CERT takes no --request, --reason or --dry-run")
         certificate = find_certificate(ctx.ledger, args.verify)
         check = reverify(ctx.registry, ctx.ledger, certificate, deliveries, ctx.progress)
         passed = check.passed
         return Outcome(
             data=check,
             lines=render_erasure_check(certificate.certificate_id, check),
-            exit_code=0 if passed else 4,
+            exit_code=ExitCode.DONE if passed else ExitCode.CHECK_FAILED,
         )
-    if not (args.subject_email or args.entity):
-        raise UsageError("name the subject: --subject-email ADDRESS or --entity ID (or --verify CERT)")
     request = ErasureRequest(
         request_id=args.request or "",
         reason=args.reason or "",

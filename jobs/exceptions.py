@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, TableView
+from jobs.common import Context, Outcome, TableView, add_policies_argument
 from lakehouse.errors import UsageError
 from workloads.vocabulary import ExceptionStatus
 
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--by", help="approve, reject: who decides (recorded)")
     parser.add_argument("--reason", help="why (required to reject; recorded on the exception's row)")
-    parser.add_argument("--policies", type=Path, default=Path("conf/policies.yaml"), help="lateness policy")
+    add_policies_argument(parser)
 
 
 def check_arguments(args: argparse.Namespace) -> None:

@@ -24,9 +24,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_ingest
+    from lakehouse.errors import UsageError
+    from workloads.bronze.ingest import bronze_table_of, feed_of, locate_feed
     from workloads.pipeline import run_ingest
 
+    # The feed and the deliveries' folder are checked before a JVM starts: one line, exit 2.
+    if bronze_table_of(args.feed) not in ctx.config.tables:
+        feeds = sorted(feed_of(name) for name in ctx.config.tables if name.startswith(bronze_table_of("")))
+        raise UsageError(f"--feed {args.feed!r} is not a configured feed; known feeds: {', '.join(feeds)}")
     source = args.source or ctx.config.workdir_path / "history"
+    locate_feed(source.expanduser().resolve(), args.feed)
     report = run_ingest(ctx.registry, ctx.ledger, ctx.clock, feed=args.feed, source=source)
     return Outcome(data=report, lines=render_ingest(report))
 

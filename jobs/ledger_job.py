@@ -16,6 +16,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
 
 from jobs.common import Context, Outcome, TableView, add_policies_argument
 from jobs.output import Block, plain
+from lakehouse.errors import ExitCode
 from ledger.chain import LedgerRecord
 from ledger.openlineage_events import OPENING_KINDS, openlineage_run_id
 
@@ -42,10 +43,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    if args.history and args.action != "verify":
-        from lakehouse.errors import UsageError
+    from lakehouse.errors import UnknownTableError, UsageError
 
+    # Arguments are checked before Spark starts (ctx.ledger starts it): one line, exit 2.
+    if args.history and args.action != "verify":
         raise UsageError("--history goes with ledger verify (lakehouse ledger verify --history)")
+    if args.action == "lineage":
+        if not args.table:
+            raise UsageError("ledger lineage needs a TABLE, e.g. lakehouse ledger lineage gold.correlations")
+        if args.table not in ctx.config.tables:
+            known = ", ".join(sorted(ctx.config.tables))
+            raise UnknownTableError(f"unknown table {args.table!r}; known tables: {known}")
+    if args.kind is not None:
+        from ledger.entries import KINDS
+
+        if args.kind not in KINDS:
+            raise UsageError(f"--kind {args.kind!r} is not a ledger entry kind; kinds: {', '.join(KINDS)}")
     policy = None
     if args.history:
         from workloads.policies import load_protection_policy
@@ -57,19 +70,21 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         status = "ok" if report.ok else f"BROKEN at seq {report.first_broken_seq}: {report.problem}"
         lines: list[Block] = [f"ledger: {report.entries} entries, {status}"]
         if policy is None:
-            return Outcome(data=report, lines=lines, exit_code=0 if report.ok else 4)
+            return Outcome(
+                data=report, lines=lines, exit_code=ExitCode.DONE if report.ok else ExitCode.CHECK_FAILED
+            )
         from jobs.render import render_history_check
         from workloads.replay import check_history
 
         history = check_history(ctx.registry, reader.records(), policy, ctx.clock.now())
         lines.extend(render_history_check(history))
         ok = report.ok and history.ok
-        return Outcome(data={"chain": report, "history": history}, lines=lines, exit_code=0 if ok else 4)
+        return Outcome(
+            data={"chain": report, "history": history},
+            lines=lines,
+            exit_code=ExitCode.DONE if ok else ExitCode.CHECK_FAILED,
+        )
     if args.action == "lineage":
-        if not args.table:
-            from lakehouse.errors import UsageError
-
-            raise UsageError("ledger lineage needs a TABLE, e.g. lakehouse ledger lineage gold.correlations")
         table = ctx.registry.get(args.table)
         version = args.version if args.version is not None else table.current_version()
         found = reader.lineage(args.table, version) if version is not None else None
@@ -77,7 +92,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             return Outcome(
                 data={"table": args.table, "version": version, "lineage": None},
                 lines=[f"{args.table}@{version}: no run in the ledger produced this version"],
-                exit_code=1,
+                exit_code=ExitCode.CHECK_FAILED,
             )
         lines = [
             f"{args.table}@{version} was produced by run {found.run_id} "

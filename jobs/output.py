@@ -29,6 +29,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from lakehouse.errors import ExitCode
+
 NON_TERMINAL_WIDTH = 10_000
 """Output that is not a terminal (a pipe, a file, a test) is never wrapped or folded."""
 
@@ -92,7 +94,7 @@ class Outcome:
 
     data: object
     lines: Sequence[Block] = ()
-    exit_code: int = 0
+    exit_code: int = ExitCode.DONE
     error: str | None = None
     """Written as an error (stderr) after the result, for a result that is also a failure."""
 
@@ -113,6 +115,10 @@ class Output(ABC):
     def error(self, message: str, exit_code: int) -> None:
         """Write one error; the caller returns ``exit_code``."""
 
+    @abstractmethod
+    def warning(self, message: str) -> None:
+        """Write one warning (a deprecated spelling, say); the command goes on."""
+
 
 class JsonOutput(Output):
     """For programs: the result as indented JSON on stdout, an error as one JSON line on stderr."""
@@ -123,6 +129,10 @@ class JsonOutput(Output):
 
     def error(self, message: str, exit_code: int) -> None:
         sys.stderr.write(json.dumps({"error": message, "exit_code": exit_code}) + "\n")
+        sys.stderr.flush()
+
+    def warning(self, message: str) -> None:
+        sys.stderr.write(json.dumps({"warning": message}) + "\n")
         sys.stderr.flush()
 
 
@@ -145,6 +155,10 @@ class ConsoleOutput(Output):
     def error(self, message: str, exit_code: int) -> None:
         del exit_code
         sys.stderr.write(f"error: {message}\n")
+        sys.stderr.flush()
+
+    def warning(self, message: str) -> None:
+        sys.stderr.write(f"warning: {message}\n")
         sys.stderr.flush()
 
 

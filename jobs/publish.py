@@ -30,6 +30,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.replay import publish
 
     policy = load_protection_policy(args.policies)
+    ctx.require_replay_run(args.run_id)  # exit 2 before Spark: malformed, no lakehouse, unknown
     result = publish(ctx.registry, args.run_id, clock=ctx.clock, policy=policy)
     return Outcome(data=result, lines=render_publication(result))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, add_policies_argument
+from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument
 
 NAME = "replay"
 HELP = "replay history under a correction plan: dry-run scope, or candidate + diff + reconciliation"
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["correction", "comparison"],
         help="override the plan's purpose (comparison: diff only, never published)",
     )
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engines_argument(parser)
     parser.add_argument(
         "--rebuild",
         action="store_true",

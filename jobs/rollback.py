@@ -27,6 +27,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.replay import rollback
 
     policy = load_protection_policy(args.policies)
+    ctx.require_replay_run(args.run_id)  # exit 2 before Spark: malformed, no lakehouse, unknown
     result = rollback(ctx.registry, args.run_id, clock=ctx.clock, reason=args.reason, policy=policy)
     return Outcome(data=result, lines=render_rollback(result))
 

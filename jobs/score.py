@@ -16,7 +16,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.build import engine_pin
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_engines_argument
 
 NAME = "score"
 HELP = "score a training set's decisions under a fraud_scoring release (its pinned model version)"
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="training_set",
         help="the training_set_id whose decisions to score (default: the newest training set)",
     )
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engines_argument(parser)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:

@@ -16,6 +16,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.common import Context, Outcome, add_policies_argument
+from lakehouse.errors import ExitCode
 
 NAME = "progress"
 HELP = "per source: last event and ingest time, watermark, lag, recent rows, and whether it stalled (exit 4)"
@@ -39,7 +40,11 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     lateness = load_lateness_policy(args.policies)
     ctx.require_lakehouse()
     report = source_progress(read_feed_stats(ctx.registry, at, policy.interval_hours), lateness, policy, at)
-    return Outcome(data=report, lines=render_progress(report), exit_code=4 if report.stalled else 0)
+    return Outcome(
+        data=report,
+        lines=render_progress(report),
+        exit_code=ExitCode.CHECK_FAILED if report.stalled else ExitCode.DONE,
+    )
 
 
 if __name__ == "__main__":

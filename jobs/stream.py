@@ -18,7 +18,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.build import add_engine_pins_argument
-from jobs.common import Context, Outcome, add_policies_argument
+from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument
 
 NAME = "stream"
 HELP = (
@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive,
         help="cap the Bronze data files one micro-batch takes, per feed",
     )
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engines_argument(parser)
     add_engine_pins_argument(
         parser, "run this declared version instead of the one in force (repeatable), as build does"
     )

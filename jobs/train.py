@@ -16,7 +16,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_engines_argument
 
 NAME = "train"
 HELP = "fit the fraud model on a training set, log it to MLflow with its metrics and register it"
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="--declare: pin this already registered fraud-score version instead of training a new one",
     )
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engines_argument(parser)
     parser.add_argument(
         "--effective-from",
         dest="effective_from",

@@ -1,4 +1,4 @@
-"""``lakehouse training-set --as-of T --label-horizon 90d``: a point-in-time training set (W4).
+"""``lakehouse training-set --at T --label-horizon 90d``: a point-in-time training set (W4).
 
 One row per decision point (an order at its event time t) with the features known at t and
 the outcome that arrived within the horizon, read as the lake knew it at T; written as a
@@ -15,16 +15,19 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_renamed_argument
 
 NAME = "training-set"
 HELP = "build a point-in-time-correct training set as known at T (features at each decision, later labels)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    add_renamed_argument(
+        parser,
+        "--at",
         "--as-of",
         dest="as_of",
+        metavar="T",
         help="what the lake knew at this instant (ISO-8601 with a time zone; default: now)",
     )
     parser.add_argument(
@@ -33,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="90d",
         help="how long after a decision an outcome still counts as its label, e.g. 90d (default)",
     )
-    parser.add_argument("--from", dest="since", type=date.fromisoformat, help="first decision date")
+    add_renamed_argument(
+        parser, "--since", "--from", dest="since", type=date.fromisoformat, help="first decision date"
+    )
     parser.add_argument("--until", type=date.fromisoformat, help="decision date to stop before")
 
 
@@ -45,11 +50,11 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
 
     horizon = label_horizon_days(args.label_horizon)
     now = datetime.now(UTC)
-    as_of = parse_instant(args.as_of, what="--as-of") if args.as_of else now
+    as_of = parse_instant(args.as_of, what="--at") if args.as_of else now
     if as_of > now:
-        raise UsageError(f"--as-of {args.as_of} is in the future (now {now.isoformat(timespec='seconds')})")
+        raise UsageError(f"--at {args.as_of} is in the future (now {now.isoformat(timespec='seconds')})")
     if args.since and args.until and args.since >= args.until:
-        raise UsageError(f"--from {args.since} must be before --until {args.until}")
+        raise UsageError(f"--since {args.since} must be before --until {args.until}")
     check_reachable(tracking_for(ctx.config))
     ctx.require_lakehouse()
     window = TrainingWindow(as_of=as_of, horizon_days=horizon, since=args.since, until=args.until)

@@ -2,7 +2,7 @@
 
 Recounts a published replay independently against what readers see now
 (:func:`workloads.replay.verify.verify_publication`) and records the verdict: exit 0 when
-serving still holds what was published (``publish``), exit 1 with the failed check and the
+serving still holds what was published (``publish``), exit 4 with the failed check and the
 first bad partition when it does not (``rollback``; the rollback itself is ``lakehouse
 rollback RUN``).
 """
@@ -16,7 +16,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome
+from jobs.common import Context, Outcome, add_engines_argument
+from lakehouse.errors import ExitCode
 
 NAME = "verify"
 HELP = "check a published replay again against serving now (verdict publish or rollback)"
@@ -24,21 +25,17 @@ HELP = "check a published replay again against serving now (verdict publish or r
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id", metavar="RUN", help="the published replay run id (replay-...)")
-    parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"), help="declared engines")
+    add_engines_argument(parser)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    import re
-
-    from lakehouse.errors import UsageError
     from ledger.engines import load_engines
     from workloads.replay.verify import verify_publication
     from workloads.vocabulary import Verdict
 
     # Bad input is refused before Spark starts (ctx.registry starts it).
-    if not re.fullmatch(r"replay-[0-9a-f]{16}", args.run_id):
-        raise UsageError(f"RUN {args.run_id!r} is not a replay run id (replay- and 16 hex digits)")
     engines = load_engines(args.engines)
+    ctx.require_replay_run(args.run_id)
     result = verify_publication(ctx.registry, args.run_id, engines=engines, clock=ctx.clock)
     line = (
         f"run {result.run_id} on {result.table}@{result.serving_version}: verdict {result.verdict} "
@@ -51,7 +48,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         f"run {result.run_id}: serving disagrees with its publication ({result.failed_check}, first bad "
         f"partition {result.first_bad_partition}); roll it back: lakehouse rollback {result.run_id}"
     )
-    return Outcome(data=result, lines=[line], exit_code=1, error=error)
+    return Outcome(data=result, lines=[line], exit_code=ExitCode.CHECK_FAILED, error=error)
 
 
 if __name__ == "__main__":

@@ -231,6 +231,12 @@ class LakehouseConfig(StrictModel):
     """Days of history each table is created to keep under the formats' default maintenance
     (Iceberg ``history.expire.max-snapshot-age-ms``, Delta's file and log retention)."""
     source_path: Path | None = None
+    engines_file: Path | None = None
+    """The declared engines a command reads when it is given no ``--engines`` (default:
+    ``conf/engines.yaml``); after ``make demo``, ``work/engines.yaml`` holds the demo's releases."""
+    policies_file: Path | None = None
+    """The policy file a command reads when it is given no ``--policies`` (default:
+    ``conf/policies.yaml``)."""
 
     @field_validator("instance")
     @classmethod

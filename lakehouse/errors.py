@@ -7,33 +7,79 @@ wrong and what to do. Only ``jobs/`` turns these into one line on stderr and an 
 
 from __future__ import annotations
 
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The exit codes of every ``lakehouse`` command, one meaning each: the single source of
+    the documented table in docs/reference/exit-codes.md (:data:`EXIT_CODE_MEANINGS`, checked by a test)."""
+
+    DONE = 0
+    FAILED = 1
+    BAD_INPUT = 2
+    ENVIRONMENT = 3
+    CHECK_FAILED = 4
+    HELD = 5
+    INJECTED_FAILURE = 6
+    ROUTES_DISAGREE = 7
+    INTERRUPTED = 130
+
+
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.DONE: "done",
+    ExitCode.FAILED: "failed: a run error (the ledger records it), or an unexpected error",
+    ExitCode.BAD_INPUT: "bad input or configuration: one line names the flag, file, key, table or run id",
+    ExitCode.ENVIRONMENT: (
+        "environment problem (Java, jars, an unreachable Spark master, the Iceberg catalog's "
+        "PostgreSQL server down or refusing the credentials)"
+    ),
+    ExitCode.CHECK_FAILED: (
+        "a check found a problem: a quality gate, conservation, the ledger's integrity or history "
+        "(`ledger verify [--history]`), an entity index, an erasure's verification (`erase`, "
+        "`erase --verify`), a publication that serving no longer matches (`verify`: verdict "
+        "rollback), an engine's code against its fingerprint (`engines list`, `engines check`), a "
+        "stalled feed (`progress`), streaming precision below its threshold (`divergence`), a "
+        "table version no run produced (`ledger lineage`), differences between a declared pair "
+        "(`reconcile`)"
+    ),
+    ExitCode.HELD: (
+        "held, not refused for good: a required consumer has not acknowledged (`publish`), a "
+        "legal hold covers the subject (`erase`), or a reconcile is not finished (a budget "
+        "stopped it, or another reconcile holds the pair: run it again)"
+    ),
+    ExitCode.INJECTED_FAILURE: "an injected failure (tests and drills; `stream --fail-at`)",
+    ExitCode.ROUTES_DISAGREE: "`asof`, `extract`: the two routes disagree",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+"""What each exit code means, as the documented table (docs/reference/exit-codes.md) says it."""
+
 
 class LakehouseError(Exception):
     """Root of every deliberate error of the toolkit."""
 
     code = "lakehouse_error"
-    exit_code = 1
+    exit_code: int = ExitCode.FAILED
 
 
 class ConfigError(LakehouseError, ValueError):
     """A configuration file, key, value or override is missing or wrong."""
 
     code = "config_error"
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class UsageError(LakehouseError, ValueError):
     """A command was given arguments it cannot act on."""
 
     code = "usage_error"
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class EnvironmentProblem(LakehouseError):
     """The machine lacks something the toolkit needs (Java, a jar, a writable folder)."""
 
     code = "environment_problem"
-    exit_code = 3
+    exit_code = ExitCode.ENVIRONMENT
 
 
 class CatalogUnreachableError(EnvironmentProblem):
@@ -46,7 +92,7 @@ class UnknownTableError(LakehouseError, KeyError):
     """A logical table name is not in the configuration."""
 
     code = "unknown_table"
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else self.code
@@ -98,28 +144,28 @@ class DataQualityError(LakehouseError):
     """A quality gate failed; nothing was made visible."""
 
     code = "data_quality"
-    exit_code = 4
+    exit_code = ExitCode.CHECK_FAILED
 
 
 class IndexMismatchError(LakehouseError):
     """A derived index does not mirror the table it was built from; it was not recorded."""
 
     code = "index_mismatch"
-    exit_code = 4
+    exit_code = ExitCode.CHECK_FAILED
 
 
 class ConservationError(LakehouseError):
     """Records were lost or invented between zones."""
 
     code = "conservation"
-    exit_code = 4
+    exit_code = ExitCode.CHECK_FAILED
 
 
 class IngestError(LakehouseError):
     """A delivery could not be ingested as it is."""
 
     code = "ingest_error"
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class LedgerError(LakehouseError):
@@ -138,21 +184,21 @@ class LedgerIntegrityError(LedgerError):
     """The ledger's hash chain is broken or forked (edited, deleted, inserted or reordered)."""
 
     code = "ledger_integrity"
-    exit_code = 4
+    exit_code = ExitCode.CHECK_FAILED
 
 
 class LedgerSchemaError(LedgerError):
     """The ledger table's schema version is not the one this code writes."""
 
     code = "ledger_schema"
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class EngineError(LakehouseError):
     """An engine declaration cannot be found, resolved or fingerprinted."""
 
     code = "engine_error"
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class UnknownEngineError(EngineError, LookupError):
@@ -173,11 +219,18 @@ class ReplayError(LakehouseError):
     code = "replay_error"
 
 
+class UnknownRunError(ReplayError, LookupError):
+    """A run id names no run in the ledger: bad input (exit 2), like an unknown table."""
+
+    code = "unknown_run"
+    exit_code = ExitCode.BAD_INPUT
+
+
 class ReplayRefusedError(ReplayError):
     """A replay step was refused by a rule (purpose, approval, verdict, I/O cap, rollback window)."""
 
     code = "replay_refused"
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 class PinnedInputGoneError(ReplayRefusedError):
@@ -190,14 +243,14 @@ class PublicationHeldError(ReplayError):
     """Publication waits for a required consumer's acknowledgement; nothing was published."""
 
     code = "publication_held"
-    exit_code = 5
+    exit_code = ExitCode.HELD
 
 
 class InjectedFailure(ReplayError):
     """A failure injected on purpose at a named step of a replay or an erasure (tests and recovery drills)."""
 
     code = "injected_failure"
-    exit_code = 6
+    exit_code = ExitCode.INJECTED_FAILURE
 
 
 class LegalHoldError(LakehouseError):
@@ -205,7 +258,7 @@ class LegalHoldError(LakehouseError):
     Exit 5, like a publication that waits for an acknowledgement: not now, not refused for good."""
 
     code = "legal_hold"
-    exit_code = 5
+    exit_code = ExitCode.HELD
 
 
 class ReconcileBusyError(LakehouseError):
@@ -213,4 +266,4 @@ class ReconcileBusyError(LakehouseError):
     before reading anything. Exit 5: not now, run it again when the other has finished."""
 
     code = "reconcile_busy"
-    exit_code = 5
+    exit_code = ExitCode.HELD

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from lakehouse.catalog import catalog_password, check_catalog_reachable
 from lakehouse.config import LakehouseConfig
@@ -127,15 +130,21 @@ def build_session(config: LakehouseConfig) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", _python())
         if config.spark.master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = SparkSession.builder.master(config.spark.master).appName(config.spark.app_name)
-        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
+        options = {
+            "spark.master": config.spark.master,
+            "spark.app.name": config.spark.app_name,
+            "spark.jars": ",".join(str(j) for j in jars),
+            **session_conf(config),
+        }
         log.debug(
             "starting Spark: master %s, %d jars from %s",
             config.spark.master,
             len(jars),
             config.jar_cache_path,
         )
-        for key, value in session_conf(config).items():
+        launch_jvm(options)
+        builder = SparkSession.builder
+        for key, value in options.items():
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if spark.sparkContext._jsc.sc().isStopped():
@@ -147,6 +156,68 @@ def build_session(config: LakehouseConfig) -> SparkSession:
         )
     spark.sparkContext.setLogLevel(config.spark.log_level)
     return spark
+
+
+JVM_NOISE = re.compile(
+    r"WARNING: "  # the JDK's own warnings: "Using incubator modules" (Spark's launcher always adds
+    # --add-modules=jdk.incubator.vector), restricted or deprecated methods called
+    r"|Using Spark's default log4j profile"
+    r"|Setting default log level to"
+    r"|To adjust logging level use sc\.setLogLevel"
+    r"|(\d\d/\d\d/\d\d )?\d\d:\d\d:\d\d (WARN|INFO|DEBUG|TRACE) "  # log4j below ERROR (ours, Spark's default)
+)
+"""The lines a JVM writes on stderr that are not for people: its start-up lines and log4j
+records below ERROR. Shown only as debug log lines (``--verbose``)."""
+
+
+def is_jvm_noise(line: str, *, after_noise: bool = False) -> bool:
+    """True for a line of :data:`JVM_NOISE`, or one continuing a noise record (an indented
+    stack frame or a ``Caused by``) when the line before it was noise."""
+    if JVM_NOISE.match(line):
+        return True
+    return after_noise and (line[:1] in (" ", "\t") or line.startswith("Caused by"))
+
+
+def forward_jvm_stderr(stream: BinaryIO, write: Callable[[bytes], object] = lambda b: os.write(2, b)) -> None:
+    """For the JVM's life (a daemon thread): its noise becomes debug log lines, and every
+    other line (a JVM that fails to start, an ERROR record) reaches stderr as before."""
+    after_noise = False
+    for raw in iter(stream.readline, b""):
+        try:
+            line = raw.decode(errors="replace").rstrip("\r\n")
+            after_noise = is_jvm_noise(line, after_noise=after_noise)
+            if after_noise:
+                log.debug("JVM: %s", line)
+            else:
+                write(raw)
+        except Exception:  # never stop draining: a JVM whose stderr pipe fills up blocks
+            after_noise = False
+
+
+def launch_jvm(options: Mapping[str, str]) -> None:
+    """Start the driver JVM as pyspark does (spark-submit with ``options``), but with its
+    stderr through :func:`forward_jvm_stderr`, so its start-up lines reach the terminal only
+    with ``--verbose``. No-op when this process already has a JVM (the session is reused).
+
+    pyspark's own launch inherits the terminal: the JDK's warning about the incubator module
+    Spark's launcher always adds (``--add-modules=jdk.incubator.vector``, which no JVM option
+    silences) and Spark's shell banner would reach it.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False)
+    conf.setAll(list(options.items()))
+    read_end, write_end = os.pipe()
+    reader = os.fdopen(read_end, "rb")
+    threading.Thread(target=forward_jvm_stderr, args=(reader,), name="jvm-stderr", daemon=True).start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_end})  # type: ignore[no-untyped-call]
+    finally:
+        os.close(write_end)  # the JVM holds its copy; the pipe ends when the JVM does
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def check_master(master: str, timeout: float = MASTER_CONNECT_TIMEOUT_S) -> None:

@@ -212,10 +212,8 @@ class IcebergLedgerStorage(LedgerStorage):
         return table.current_version()
 
     def follows(self, table: Table, version: int, base: int) -> bool:
-        rows = table.spark.sql(
-            f"SELECT parent_id FROM {self.sql_name(table)}.`snapshots` WHERE snapshot_id = {int(version)}"
-        ).collect()
-        return bool(rows) and rows[0]["parent_id"] == base
+        assert isinstance(table, IcebergTable)
+        return table.parent_version(version) == base
 
     def source(self, table: Table, pin: int | None) -> str:
         name = self.sql_name(table)

@@ -43,6 +43,65 @@ def test_help_lists_the_commands() -> None:
         assert command in result.stdout
 
 
+NO_JVM = {**os.environ, "JAVA_HOME": str(REPO / "tests" / "no_jvm")}
+"""A process whose ``java`` refuses to start: a refusal that needs no JVM must not reach it."""
+
+
+def assert_refused_before_spark(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """Exit 2, one ``error: ...`` line on stderr naming what was wrong, no JVM started."""
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: "), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+    assert "starting Spark" not in result.stderr
+    assert "java" not in result.stderr.lower(), result.stderr
+
+
+def test_an_option_is_never_read_as_a_longer_one_it_prefixes() -> None:
+    """``--engine`` is not ``--engines`` (argparse's prefix matching is off everywhere)."""
+    result = run("replay", "--plan", "P", "--engine", "correlation@2", "--dry-run", env=NO_JVM)
+    assert_refused_before_spark(result, "unrecognized arguments: --engine correlation@2")
+    result = run("replay", "--pla", "conf/plans/er-v2-recorrelation.yaml", "--dry-run", env=NO_JVM)
+    assert_refused_before_spark(result, "--plan")
+
+
+def test_version_names_the_package_spark_and_the_pinned_jars_without_a_jvm() -> None:
+    from importlib.metadata import version
+
+    result = run("--version", env=NO_JVM)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        f"lakehouse-replay {version('lakehouse-replay')} (Spark {version('pyspark')}, "
+        "Delta Lake 4.4.0, Iceberg 1.11.0)\n"
+    )
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("where", ["before", "after", "split"])
+def test_global_options_are_taken_before_or_after_the_command(tmp_path: Path, where: str) -> None:
+    """``--json --workdir W`` before the command, after it, or some of each (the later wins)."""
+    empty = tmp_path / "empty"
+    command = ("erase", "--subject-email", "a@example.org", "--dry-run")
+    options = ("--json", "--quiet", "--workdir", str(empty))
+    argv = {
+        "before": (*options, *command),
+        "after": (*command, *options),
+        "split": ("--json", "--workdir", str(tmp_path / "x"), *command, "--quiet", "--workdir", str(empty)),
+    }[where]
+    result = run(*argv, env=NO_JVM)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    error = json.loads(line)
+    assert error["exit_code"] == 2
+    assert error["error"].startswith(f"no lakehouse in {empty}:"), error
+
+
+def test_verbose_and_quiet_together_are_refused_wherever_they_are() -> None:
+    result = run("--verbose", "tables", "--quiet", env=NO_JVM)
+    assert_refused_before_spark(result, "--verbose and --quiet")
+
+
 def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> None:
     result = run("engines", "list", "--json")
     assert result.returncode == 0, result.stderr
@@ -63,10 +122,43 @@ def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> 
     tampered = tmp_path / "engines.yaml"
     tampered.write_text(shipped[:first] + "ab" * 32 + shipped[first + 64 :], encoding="utf-8")
     result = run("engines", "list", "--engines", str(tampered), "--json")
-    assert result.returncode == 1
+    assert result.returncode == 4, "a check found a problem (README: Exit codes)"
     codes = {e["engine"]: e["code"] for e in json.loads(result.stdout)["engines"]}
     assert [engine for engine, code in codes.items() if code != "ok"] == ["entity_resolution@1"]
     assert codes["entity_resolution@1"].startswith("CHANGED")
+
+
+def tampered_engines(tmp_path: Path) -> Path:
+    """The shipped engines file with entity_resolution@1's fingerprint changed."""
+    shipped = (REPO / "conf" / "engines.yaml").read_text(encoding="utf-8")
+    first = shipped.index("\n    code_fingerprint: ") + len("\n    code_fingerprint: ")
+    tampered = tmp_path / "engines.yaml"
+    tampered.write_text(shipped[:first] + "ab" * 32 + shipped[first + 64 :], encoding="utf-8")
+    return tampered
+
+
+def test_the_engines_and_policies_files_come_from_the_configuration_unless_given(tmp_path: Path) -> None:
+    """``engines_file`` and ``policies_file`` in lakehouse.yaml (here through the environment):
+    later commands need no ``--engines``/``--policies``; the flag still wins."""
+    tampered = tampered_engines(tmp_path)
+    configured = {**NO_JVM, "LAKEHOUSE__ENGINES_FILE": str(tampered)}
+    result = run("engines", "list", "--json", env=configured)
+    assert result.returncode == 4, result.stderr
+    codes = {e["engine"]: e["code"] for e in json.loads(result.stdout)["engines"]}
+    assert codes["entity_resolution@1"].startswith("CHANGED")
+    shipped = run("engines", "list", "--json", "--engines", "conf/engines.yaml", env=configured)
+    assert shipped.returncode == 0, shipped.stderr
+
+    policies = tmp_path / "policies.yaml"
+    text = (REPO / "conf" / "policies.yaml").read_text(encoding="utf-8")
+    policies.write_text(text.replace("  silver_days: 2555", "  silver_days: -1"), encoding="utf-8")
+    result = run(
+        "maintain",
+        "--workdir",
+        str(tmp_path / "empty"),
+        env={**NO_JVM, "LAKEHOUSE__POLICIES_FILE": str(policies)},
+    )
+    assert_refused_before_spark(result, str(policies), "retention.silver_days")
 
 
 def test_an_invalid_plan_is_refused_with_the_key_before_spark_starts(tmp_path: Path) -> None:
@@ -116,6 +208,154 @@ def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], mes
     assert result.stderr.startswith("error: ")
     assert result.stderr.count("\n") == 1, result.stderr
     assert message in result.stderr
+    assert "starting Spark" not in result.stderr
+
+
+WELL_FORMED_RUN = "replay-0123456789abcdef"
+AT = "2026-11-29T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("asof", "gold.correlations", "--at", "yesterday"), "--at 'yesterday' is not an ISO-8601 timestamp"),
+        (("asof", "silver.events", "--at", AT), "asof answers for Gold tables only; 'silver.events'"),
+        (("asof", "gold.correlations", "--at", AT, "--where", "nope > 1"), "--where: unknown column 'nope'"),
+        (("asof", "gold.correlations"), "asof needs --at TIMESTAMP"),
+        (("asof", "gold.correlations", "--history"), "--history needs --entity ID"),
+        (("asof", "gold.correlations", "--at", AT, "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (
+            ("asof", "gold.correlations", "--at", AT, "--workdir", "{empty}", "--reader", "pyiceberg"),
+            "no lakehouse",
+        ),
+        (
+            ("ingest", "--feed", "bogus"),
+            "--feed 'bogus' is not a configured feed; known feeds: logins, orders",
+        ),
+        (("ingest", "--feed", "orders", "--source", "{lake}/nothing"), "{lake}/nothing: no such folder"),
+        (("approve", "no-such-run", "--by", "x"), "RUN 'no-such-run' is not a replay run id"),
+        (("approve", WELL_FORMED_RUN, "--by", "x", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (("approve", WELL_FORMED_RUN, "--by", "x"), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
+        (("ack", "consumer", "no-such-run"), "RUN 'no-such-run' is not a replay run id"),
+        (("publish", WELL_FORMED_RUN), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
+        (("rollback", "replay-XYZ"), "RUN 'replay-XYZ' is not a replay run id"),
+        (("verify", WELL_FORMED_RUN), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
+        (("ledger", "lineage", "gold.nope"), "unknown table 'gold.nope'; known tables:"),
+        (("ledger", "show", "--kind", "nope"), "--kind 'nope' is not a ledger entry kind"),
+        (("erase", "--dry-run"), "name the subject: --subject-email ADDRESS or --entity ID"),
+        (
+            ("build", "silver", "--since", "2025-03-01", "--until", "2025-02-01"),
+            "--since 2025-03-01 must be before",
+        ),
+        (("build", "silver", "--policies", "{lake}/nope.yaml"), "{lake}/nope.yaml"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_before_a_jvm_starts_and_writes_nothing(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    """Each refusal runs in a process whose ``java`` refuses to start, against a work dir
+    whose lakehouse folder exists but holds nothing (no catalog, so no ledger): exit 2, one
+    line naming the argument, and not a file more than before."""
+    lake, empty = tmp_path / "lake", tmp_path / "empty"
+    (lake / "warehouse").mkdir(parents=True)
+    argv = [a.format(lake=lake, empty=empty) for a in args]
+    if "--workdir" not in argv:
+        argv += ["--workdir", str(lake)]
+    result = run(*argv, env=NO_JVM)
+    assert_refused_before_spark(result, message.format(lake=lake, empty=empty))
+    assert sorted(tmp_path.rglob("*")) == [lake, lake / "warehouse"], "nothing was written"
+
+
+def ledger_without_jvm(workdir: Path, run_id: str) -> None:
+    """A lakehouse whose Iceberg ledger (written by pyiceberg, no JVM) holds one entry of ``run_id``."""
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+
+    from lakehouse.catalog import iceberg_identifier, open_catalog
+    from lakehouse.config import load_config
+    from lakehouse.tables.registry import table_location, table_spec
+
+    config = load_config(REPO / "conf" / "lakehouse.yaml", environ={}, overrides={"workdir": str(workdir)})
+    (workdir / "warehouse").mkdir(parents=True)
+    namespace, name = iceberg_identifier(
+        table_location(config, table_spec(config, "ops.ledger", config.tables["ops.ledger"]))
+    )
+    schema = pa.schema(
+        [
+            pa.field("seq", pa.int64(), nullable=False),
+            pa.field("entry_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("run_id", pa.string()),
+            pa.field("recorded_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("body", pa.string(), nullable=False),
+            pa.field("prev_hash", pa.string(), nullable=False),
+            pa.field("hash", pa.string(), nullable=False),
+            pa.field("schema_version", pa.int32(), nullable=False),
+            pa.field("refs", pa.list_(pa.string())),
+        ]
+    )
+    row = {
+        "seq": 1,
+        "entry_id": "e1",
+        "kind": "run_started",
+        "run_id": run_id,
+        "recorded_at": datetime(2026, 1, 1, tzinfo=UTC),
+        "body": "{}",
+        "prev_hash": "0" * 64,
+        "hash": "1" * 64,
+        "schema_version": 2,
+        "refs": [],
+    }
+    catalog = open_catalog(config)
+    catalog.create_namespace(namespace)
+    catalog.create_table((namespace, name), schema=schema).append(pa.Table.from_pylist([row], schema=schema))
+
+
+def test_a_run_the_ledger_does_not_hold_is_refused_reading_the_ledger_without_a_jvm(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    ledger_without_jvm(lake, "replay-ffffffffffffffff")
+    before = sorted(lake.rglob("*"))
+    result = run("approve", WELL_FORMED_RUN, "--by", "x", "--workdir", str(lake), env=NO_JVM)
+    assert_refused_before_spark(result, f"no replay run '{WELL_FORMED_RUN}' in the ledger")
+    assert sorted(lake.rglob("*")) == before, "nothing was written"
+
+
+@pytest.mark.parametrize(
+    ("args", "old", "new", "message"),
+    [
+        (("training-set", "--as-of", "2026-01-01T00:00:00"), "--as-of", "--at", "--at '2026-01-01T00:00:00'"),
+        (
+            ("training-set", "--from", "2025-03-01", "--until", "2025-02-01"),
+            "--from",
+            "--since",
+            "--since 2025-03-01",
+        ),
+        (
+            ("calibrate", "--engine", "correlation@1", "--as-of", "2999-01-01T00:00:00Z"),
+            "--as-of",
+            "--at",
+            "--at 2999",
+        ),
+        (
+            ("calibrate", "--engine", "correlation@1", "--from", "2025-03-01", "--until", "2025-02-01"),
+            "--from",
+            "--since",
+            "--since",
+        ),
+    ],
+    ids=["training-set-as-of", "training-set-from", "calibrate-as-of", "calibrate-from"],
+)
+def test_an_old_spelling_is_read_as_the_new_one_with_a_deprecation_line(
+    tmp_path: Path, args: tuple[str, ...], old: str, new: str, message: str
+) -> None:
+    """One name per meaning (``--at``: knowledge time, ``--since``/``--until``: a range); the
+    old spellings work for one release. Here each value is refused, under its new name."""
+    result = run(*args, "--workdir", str(tmp_path / "empty"), env=NO_JVM)
+    assert result.returncode == 2, result.stderr
+    warning, error = result.stderr.splitlines()
+    assert warning == f"warning: {old} is deprecated: use {new} (the old spelling goes in the next release)"
+    assert error.startswith(f"error: {message}"), error
     assert "starting Spark" not in result.stderr
 
 

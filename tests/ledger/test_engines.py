@@ -358,9 +358,9 @@ def test_engines_command_prints_fingerprints_and_fails_on_changed_code(
     assert engines_cli("check", "--engines", str(path)) == 0
     assert capsys.readouterr().out.startswith("ok   scorer@1 ")
     edit(engine_pkg, "SCALE = 3", "SCALE = 6")
-    assert engines_cli("check", "--engines", str(path)) == 1
+    assert engines_cli("check", "--engines", str(path)) == 4
     assert "FAIL scorer@1: engine scorer@1's code changed" in capsys.readouterr().out
-    assert engines_cli("list", "--engines", str(path)) == 1
+    assert engines_cli("list", "--engines", str(path)) == 4
     assert "CHANGED: engine scorer@1's code changed" in capsys.readouterr().out
     assert engines_cli("fingerprint", "--implementation", "tmpeng.gone:run_v1") == 2
     assert "cannot find module 'tmpeng.gone'" in capsys.readouterr().err

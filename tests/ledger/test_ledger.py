@@ -769,14 +769,22 @@ def racing_once(folder: str, name: str) -> Callable[[int], None]:
 
 
 def child_main(settings: dict[str, Any]) -> None:
-    """One writer process: start Spark, wait for the other, migrate, append batches, report."""
+    """The second writer process: start Spark, race the test process, report."""
     from lakehouse.session import build_session
 
     started = time.monotonic()
-    report: dict[str, Any] = {"name": settings["name"]}
     config = load_config(REPO / "conf" / "lakehouse.yaml", environ={}, overrides=settings["overrides"])
     spark = build_session(config)
-    report["session_s"] = round(time.monotonic() - started, 1)
+    session_s = round(time.monotonic() - started, 1)
+    report = write_racing_batches(spark, config, settings)
+    print("RESULT " + json.dumps({**report, "session_s": session_s}), flush=True)
+    spark.stop()
+
+
+def write_racing_batches(spark: Any, config: LakehouseConfig, settings: dict[str, Any]) -> dict[str, Any]:
+    """One writer: wait for the other, then per format migrate and append batches, the first
+    racing the other writer on one tip; returns the attempts per batch and format."""
+    report: dict[str, Any] = {"name": settings["name"]}
     Path(settings["ready"]).touch()
     deadline = time.monotonic() + 300
     while not all(Path(p).exists() for p in settings["all_ready"]):
@@ -795,8 +803,7 @@ def child_main(settings: dict[str, Any]) -> None:
             writer.append(*run_entries(f"{settings['name']}-{i}")[:2]).attempts for i in range(CHILD_BATCHES)
         ]
         report[fmt] = {"attempts": attempts, "seconds": round(time.monotonic() - began, 1)}
-    print("RESULT " + json.dumps(report), flush=True)
-    spark.stop()
+    return report
 
 
 @pytest.mark.spark
@@ -806,38 +813,38 @@ def test_two_writer_processes_that_conflict_keep_one_linear_chain(
 ) -> None:
     instances = {f.value: f"p{uuid.uuid4().hex[:8]}" for f in (TableFormat.DELTA, TableFormat.ICEBERG)}
     ready = [str(tmp_path / f"ready-{n}") for n in ("a", "b")]
-    procs = []
-    for name, flag in zip(("a", "b"), ready, strict=True):
-        settings = {
+    settings = {
+        name: {
             "name": name,
             "ready": flag,
             "all_ready": ready,
             "instances": instances,
             "race": {fmt: str(tmp_path / f"race-{fmt}") for fmt in instances},
-            "overrides": {
-                "workdir": str(lakehouse_config.workdir_path),
-                "spark.master": "local[1]",
-                "spark.shuffle_partitions": 1,
-                "spark.driver_memory": "1g",
-            },
         }
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, __file__, json.dumps(settings)],
-                cwd=REPO,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env={**os.environ, "PYTHONPATH": str(REPO)},
-            )
-        )
-    outputs = [p.communicate(timeout=600) for p in procs]
-    for proc, (_out, err) in zip(procs, outputs, strict=True):
-        python_lines = [line for line in err.splitlines() if not line.lstrip().startswith("at ")]
-        assert proc.returncode == 0, "\n".join(python_lines[-40:])
-    reports = [
-        json.loads(line[7:]) for out, _ in outputs for line in out.splitlines() if line.startswith("RESULT ")
-    ]
+        for name, flag in zip(("a", "b"), ready, strict=True)
+    }
+    # "b" is a second OS process with its own JVM; "a" is this test process, its own session
+    overrides = {
+        "workdir": str(lakehouse_config.workdir_path),
+        "spark.master": "local[1]",
+        "spark.shuffle_partitions": 1,
+        "spark.driver_memory": "1g",
+    }
+    child = subprocess.Popen(
+        [sys.executable, __file__, json.dumps({**settings["b"], "overrides": overrides})],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        reports = [write_racing_batches(spark_session, lakehouse_config, settings["a"])]
+    finally:
+        out, err = child.communicate(timeout=600)
+    python_lines = [line for line in err.splitlines() if not line.lstrip().startswith("at ")]
+    assert child.returncode == 0, "\n".join(python_lines[-40:])
+    reports += [json.loads(line[7:]) for line in out.splitlines() if line.startswith("RESULT ")]
     print(json.dumps(reports))  # shown with -s: session start, attempts per batch, seconds per format
 
     for fmt, instance in instances.items():

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from lakehouse.errors import UsageError, VersionGoneError
+from lakehouse.errors import ExitCode, UsageError, VersionGoneError
 from lakehouse.expressions import Expr, parse_where
 from ledger import LedgerRecord
 from ledger.clock import utc
@@ -44,7 +44,7 @@ ENTITY_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
     TableName.CORRELATIONS: ("entity_a", "entity_b"),
 }
 DEFAULT_ENTITY_COLUMNS: Final = ("entity_id",)
-ROUTES_DISAGREE_EXIT: Final = 7
+ROUTES_DISAGREE_EXIT: Final = ExitCode.ROUTES_DISAGREE
 INDEXES: Final[dict[str, str]] = {SOURCE: INDEX}
 """Tables with an entity index (:mod:`workloads.gold.entity_index`) that one-entity questions read."""
 INDEX_ONLY: Final[frozenset[str]] = frozenset({"entity_id", "entity_bucket"})
@@ -120,7 +120,7 @@ class AsOfAnswer:
 
     @property
     def exit_code(self) -> int:
-        return ROUTES_DISAGREE_EXIT if self.routes_agree is False else 0
+        return ROUTES_DISAGREE_EXIT if self.routes_agree is False else ExitCode.DONE
 
 
 def redactions(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:

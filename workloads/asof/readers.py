@@ -245,6 +245,12 @@ class PythonReader:
         rows = self.rows(LEDGER_TABLE, Scope())
         return [_record(r) for r in sorted(rows, key=lambda r: int(r["seq"]))]
 
+    def run_records(self, run_id: str) -> list[LedgerRecord]:
+        """One run's ledger records, in ledger order; files whose statistics cannot hold the
+        run are not read."""
+        rows = self.rows(LEDGER_TABLE, Scope(run_id, ("run_id",)))
+        return [_record(r) for r in sorted(rows, key=lambda r: int(r["seq"]))]
+
     def columns(self, table: str) -> dict[str, str]:
         return simple_columns(_spec(self.config, table).schema_ddl)
 

@@ -95,7 +95,7 @@ def time_split(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             raise UsageError(
                 f"the {part} part of the training set has {positives} positive decision(s) of "
                 f"{len(rows)}; at least {MIN_TRAINING_POSITIVES} are needed "
-                f"(a wider date range, a longer --label-horizon or a later --as-of)"
+                f"(a wider date range, a longer --label-horizon or a later --at)"
             )
     return train, test
 

@@ -175,7 +175,7 @@ def _decisions(registry: TableRegistry, training_set_id: str) -> tuple[DataFrame
     table = registry.get(TableName.TRAINING_SETS)
     version = table.current_version() if table.exists() else None
     if version is None:
-        raise UsageError("no training set yet: build one with `lakehouse training-set --as-of T`")
+        raise UsageError("no training set yet: build one with `lakehouse training-set --at T`")
     rows = table.read(as_of=version).where(F.col("training_set_id") == training_set_id)
     if rows.isEmpty():
         raise UsageError(f"--training-set {training_set_id}: no such training set in {table.name}@{version}")

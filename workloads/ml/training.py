@@ -72,10 +72,10 @@ def latest_training_set(registry: TableRegistry) -> str:
 
     table = registry.get(TableName.TRAINING_SETS)
     if not table.exists():
-        raise UsageError("no training set yet: build one with `lakehouse training-set --as-of T`")
+        raise UsageError("no training set yet: build one with `lakehouse training-set --at T`")
     newest = table.read().agg(F.max("training_set_id")).first()
     if newest is None or newest[0] is None:
-        raise UsageError("no training set yet: build one with `lakehouse training-set --as-of T`")
+        raise UsageError("no training set yet: build one with `lakehouse training-set --at T`")
     return str(newest[0])
 
 
@@ -85,7 +85,7 @@ def _training_frame(registry: TableRegistry, training_set_id: str) -> tuple[pd.D
     table = registry.get(TableName.TRAINING_SETS)
     version = table.current_version() if table.exists() else None
     if version is None:
-        raise UsageError("no training set yet: build one with `lakehouse training-set --as-of T`")
+        raise UsageError("no training set yet: build one with `lakehouse training-set --at T`")
     rows = table.read(as_of=version).where(F.col("training_set_id") == training_set_id)
     frame = cast(
         "pd.DataFrame", rows.select("decision_id", "decision_time", *FEATURE_COLUMNS, "label").toPandas()

@@ -81,7 +81,7 @@ def _pinned_at(table: Table, moment: datetime) -> int:
     try:
         return table.resolve_version(moment)
     except VersionNotFoundError as exc:
-        raise UsageError(f"--as-of {moment.isoformat()}: {exc}") from None
+        raise UsageError(f"--at {moment.isoformat()}: {exc}") from None
 
 
 def pin_inputs(registry: TableRegistry, as_of: datetime) -> dict[str, int]:
@@ -132,7 +132,7 @@ def build_training_set(
     say = progress or (lambda _message: None)
     started = clock.now()
     if window.as_of > started:
-        raise UsageError(f"--as-of {window.as_of.isoformat()} is in the future (now {started.isoformat()})")
+        raise UsageError(f"--at {window.as_of.isoformat()} is in the future (now {started.isoformat()})")
     pins = pin_inputs(registry, window.as_of)
     run_id = new_run_id("training-set", started, salt=[window.as_of.isoformat(), window.horizon_days])
     table = registry.get(TableName.TRAINING_SETS)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from lakehouse.errors import ReplayError
+from lakehouse.errors import ReplayError, UnknownRunError
 from ledger.entries import (
     Approval,
     DiffManifest,
@@ -212,7 +212,7 @@ def run_state(run_id: str, entries: Sequence[LedgerEntryBase]) -> RunState:
         None,
     )
     if started is None:
-        raise ReplayError(
+        raise UnknownRunError(
             f"no replay run {run_id!r} in the ledger; start one with lakehouse replay --plan PLAN"
         )
     raw = started.parameters.get("plan")

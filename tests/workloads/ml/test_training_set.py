@@ -1,9 +1,9 @@
 """W4 and training through the command line: point-in-time training sets, leakage, a reference.
 
 One module history, built by the product: generate -> ingest orders, refunds, settlements ->
-build Silver and Gold -> ``training-set --as-of T0`` (at T0). Then what the lake learns after
+build Silver and Gold -> ``training-set --at T0`` (at T0). Then what the lake learns after
 T0: logins (new shared devices, so new and rebuilt correlations and new daily features) and
-outcomes (the labels) -> build Silver and Gold again -> ``training-set --as-of T0`` again,
+outcomes (the labels) -> build Silver and Gold again -> ``training-set --at T0`` again,
 ``training-set`` (now), with 30-day and 60-day horizons, and ``train``. Along the
 way, the refusals a user meets (exit 2, nothing written).
 
@@ -140,16 +140,16 @@ def history(
     run("build-silver", "build", "silver")
     run("build-gold", "build", "gold")
     t0 = datetime.now(UTC)
-    run("set-t0", "training-set", "--as-of", t0.isoformat())
+    run("set-t0", "training-set", "--at", t0.isoformat())
 
     ledger = TableRegistry(spark_session, config).get("ops.ledger")
     before = ledger.read().count()
     run("horizon-negative", "training-set", "--label-horizon=-5d")
     run("horizon-malformed", "training-set", "--label-horizon", "ninety")
-    run("as-of-future", "training-set", "--as-of", (datetime.now(UTC) + timedelta(days=1)).isoformat())
-    run("as-of-before-lake", "training-set", "--as-of", "2020-01-01T00:00:00Z")
-    run("as-of-no-zone", "training-set", "--as-of", "2026-01-01T00:00:00")
-    run("from-after-until", "training-set", "--from", "2025-03-01", "--until", "2025-02-01")
+    run("as-of-future", "training-set", "--at", (datetime.now(UTC) + timedelta(days=1)).isoformat())
+    run("as-of-before-lake", "training-set", "--at", "2020-01-01T00:00:00Z")
+    run("as-of-no-zone", "training-set", "--as-of", "2026-01-01T00:00:00")  # the old spelling, deprecated
+    run("from-after-until", "training-set", "--from", "2025-03-01", "--until", "2025-02-01")  # deprecated
     down = {**env, "LAKEHOUSE__MLFLOW__TRACKING_URI": "http://127.0.0.1:9"}
     unreachable = ["training-set", "--conf", str(CONF), "--workdir", str(workdir), "--quiet", "--json"]
     ran = run_cli(unreachable, down)
@@ -163,7 +163,7 @@ def history(
         run(f"ingest-{feed}", "ingest", "--feed", feed, "--source", str(deliveries))
     run("rebuild-silver", "build", "silver")
     run("rebuild-gold", "build", "gold")
-    run("set-t0-again", "training-set", "--as-of", t0.isoformat())
+    run("set-t0-again", "training-set", "--at", t0.isoformat())
     run("set-now", "training-set")
     short = run("set-30d", "training-set", "--label-horizon", "30d")
     run("train-too-few-positives", "train", "--training-set", short.data["training_set_id"])
@@ -179,8 +179,8 @@ def history(
     run("calibrate-malformed-engine", "calibrate", "--engine", "correlation")
     run("calibrate-not-a-correlation-engine", "calibrate", "--engine", "entity_resolution@1")
     run("calibrate-unknown-scope", "calibrate", "--engine", ENGINE, "--scope", "shared_phone")
-    run("calibrate-empty-range", "calibrate", "--engine", ENGINE, "--from", "2030-01-01")
-    run("calibrate-future", "calibrate", "--engine", ENGINE, "--as-of", "2999-01-01T00:00:00Z")
+    run("calibrate-empty-range", "calibrate", "--engine", ENGINE, "--since", "2030-01-01")
+    run("calibrate-future", "calibrate", "--engine", ENGINE, "--at", "2999-01-01T00:00:00Z")
     ran = run_cli(["calibrate", "--engine", ENGINE, *unreachable[1:]], down)
     steps["calibrate-tracking-unreachable"] = Step(ran.code, None, ran.stderr)
 
@@ -265,8 +265,8 @@ def test_every_step_of_the_ml_history_exits_0(history: History) -> None:
         ("horizon-malformed", "--label-horizon: expected a number of days such as 90d"),
         ("as-of-future", "is in the future"),
         ("as-of-before-lake", "did not exist yet at 2020-01-01"),
-        ("as-of-no-zone", "--as-of"),
-        ("from-after-until", "--from 2025-03-01 must be before --until 2025-02-01"),
+        ("as-of-no-zone", "--at '2026-01-01T00:00:00' has no time zone"),
+        ("from-after-until", "--since 2025-03-01 must be before --until 2025-02-01"),
         ("tracking-unreachable", "MLflow tracking server http://127.0.0.1:9 is unreachable"),
         ("train-unknown-set", "--training-set training-set-nope: no such training set"),
         ("train-too-few-positives", "are needed (a wider date range, a longer --label-horizon"),
@@ -276,7 +276,7 @@ def test_every_step_of_the_ml_history_exits_0(history: History) -> None:
         ("calibrate-not-a-correlation-engine", "--engine entity_resolution@1 produces silver.events"),
         ("calibrate-unknown-scope", "--scope 'shared_phone' is not a correlation type"),
         ("calibrate-empty-range", "found 0 decision(s) with a closed horizon"),
-        ("calibrate-future", "--as-of 2999-01-01T00:00:00Z is in the future"),
+        ("calibrate-future", "--at 2999-01-01T00:00:00Z is in the future"),
         ("calibrate-tracking-unreachable", "MLflow tracking server http://127.0.0.1:9 is unreachable"),
         ("declare-from-calibrated", "engine correlation@9 is not declared"),
         (
@@ -298,6 +298,14 @@ def test_bad_input_is_one_line_with_exit_2(history: History, step: str, says: st
     error = json.loads(refused.stderr.strip().splitlines()[-1])
     assert says in error["error"]
     assert "\n" not in error["error"]
+
+
+def test_the_old_spellings_are_still_read_with_a_deprecation_line(history: History) -> None:
+    for step, old, new in (("as-of-no-zone", "--as-of", "--at"), ("from-after-until", "--from", "--since")):
+        first = json.loads(history[step].stderr.strip().splitlines()[0])
+        assert first == {
+            "warning": f"{old} is deprecated: use {new} (the old spelling goes in the next release)"
+        }
 
 
 def test_refusals_write_nothing(history: History) -> None:

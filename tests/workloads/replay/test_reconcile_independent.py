@@ -208,7 +208,7 @@ def test_a_check_after_publication_agrees_then_finds_the_revived_pair_and_says_r
     assert verified.data is not None
     assert (verified.data["verdict"], verified.data["failed_check"]) == ("publish", None)
     tampered = judged.tampered
-    assert tampered.code == 1, "a disagreement after publication fails the command"
+    assert tampered.code == 4, "a disagreement after publication: a check found a problem"
     assert tampered.data is not None
     assert (
         tampered.data["verdict"],
@@ -230,5 +230,5 @@ def test_a_check_after_publication_agrees_then_finds_the_revived_pair_and_says_r
 
 
 def test_verifying_a_run_that_is_not_published_is_refused(judged: Judged) -> None:
-    assert judged.unknown.code != 0
+    assert judged.unknown.code == 2, "an unknown run is bad input"
     assert "no replay run 'replay-0000000000000000'" in judged.unknown.stderr
