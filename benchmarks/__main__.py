@@ -1,4 +1,4 @@
-"""``python -m benchmarks [pipeline|replay|asof|quality|training-set|erasure] ARGS``: run one benchmark.
+"""``python -m benchmarks NAME ARGS`` (pipeline, replay, asof, quality, training-set, erasure, reconcile).
 
 ``make bench`` runs the first three small; ``quality`` measures engine versions, not time.
 
@@ -17,6 +17,7 @@ BENCHMARKS = {
     "quality": "benchmarks.er_quality",
     "training-set": "benchmarks.training_set_cost",
     "erasure": "benchmarks.erasure_cost",
+    "reconcile": "benchmarks.reconcile_cost",
 }
 
 args = sys.argv[1:]

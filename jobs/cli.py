@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "calibrate": "jobs.calibrate",
     "calibration": "jobs.calibration",
     "reindex": "jobs.reindex",
+    "reconcile": "jobs.reconcile",
     "ledger": "jobs.ledger_job",
     "tables": "jobs.tables",
     "submit-args": "jobs.submit_args",

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from workloads.ml.calibration_at import CalibrationAt
     from workloads.ml.model import ModelMetrics
     from workloads.operations import ProgressReport
+    from workloads.reconciliation.run import ReconcileReport
     from workloads.replay import (
         AlreadyPublished,
         ApprovalResult,
@@ -192,6 +193,52 @@ def render_index_refresh(refresh: IndexRefresh) -> str:
             f"entity index {INDEX}@{refresh.index_version} already mirrors {INDEXED}@{refresh.source_version}"
         )
     return f"entity index: {INDEXED} has no version yet"
+
+
+def render_reconcile(report: ReconcileReport) -> list[Block]:
+    """``lakehouse reconcile``: the pins, the delta per class, the walk, the repair, the signal."""
+    window = ""
+    if report.since is not None or report.until is not None:
+        start = report.since.isoformat() if report.since is not None else "the first commit"
+        window = f", keys modified from {start} to {report.until.isoformat() if report.until else 'now'}"
+    rows = [
+        {"class": kind, "keys": count, "sample": ", ".join(report.samples.get(kind, ())) or "-"}
+        for kind, count in (
+            ("missing", report.missing),
+            ("divergent", report.divergent),
+            ("orphan", report.orphan),
+            ("pending", report.pending),
+        )
+    ]
+    out: list[Block] = [
+        f"reconcile {report.pair} by {report.key} (run {report.run_id}): "
+        f"{report.source}@{report.source_version} against {report.derived}@{report.derived_version}{window}",
+        f"compared {report.ranges_compared} key-hash ranges "
+        f"({'/'.join(str(n) for n in report.compared_per_level) or '0'} per level) in {report.jobs} "
+        f"Spark jobs; listed the keys of {report.ranges_listed} ranges, {report.rows_diffed} rows "
+        f"(budget {report.max_rows} rows, {report.max_seconds:g} s)",
+        TableView(rows, ["class", "keys", "sample"]),
+        f"delta {report.total_delta} (pending: source changed in the last {report.staleness_seconds} s)",
+    ]
+    if not report.complete:
+        share = f"{report.covered:.1%} of the key space from position {report.covered_from}"
+        if report.resume_from is None:
+            out.append(f"resumed an earlier run: compared {share} to its end")
+        else:
+            out.append(
+                f"STOPPED by {report.stopped_by}: compared {share}; the next run resumes at "
+                f"position {report.resume_from} (--from-start to start over)"
+            )
+    if report.repaired:
+        out.append(
+            f"repaired {report.repaired} keys in {report.repair_batches} batches "
+            f"-> {report.derived}@{report.repaired_version}"
+        )
+    if report.orphan:
+        out.append(f"ORPHANS: {report.orphan} keys exist only in {report.derived}: reported, never deleted")
+    if report.step_change:
+        out.append(f"STEP CHANGE: delta {report.total_delta} against a recent median of {report.baseline:g}")
+    return out
 
 
 # -- replay ---------------------------------------------------------------------------------------

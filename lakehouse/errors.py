@@ -11,9 +11,8 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """The exit codes of every ``lakehouse`` command, one meaning each: the single source of the
-    documented table in docs/reference/exit-codes.md (:data:`EXIT_CODE_MEANINGS`, checked by a
-    test)."""
+    """The exit codes of every ``lakehouse`` command, one meaning each: the single source of
+    the documented table in docs/reference/exit-codes.md (:data:`EXIT_CODE_MEANINGS`, checked by a test)."""
 
     DONE = 0
     FAILED = 1
@@ -40,11 +39,13 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
         "`erase --verify`), a publication that serving no longer matches (`verify`: verdict "
         "rollback), an engine's code against its fingerprint (`engines list`, `engines check`), a "
         "stalled feed (`progress`), streaming precision below its threshold (`divergence`), a "
-        "table version no run produced (`ledger lineage`)"
+        "table version no run produced (`ledger lineage`), differences between a declared pair "
+        "(`reconcile`)"
     ),
     ExitCode.HELD: (
-        "held, not refused for good: a required consumer has not acknowledged (`publish`), or a "
-        "legal hold covers the subject (`erase`)"
+        "held, not refused for good: a required consumer has not acknowledged (`publish`), a "
+        "legal hold covers the subject (`erase`), or a reconcile is not finished (a budget "
+        "stopped it, or another reconcile holds the pair: run it again)"
     ),
     ExitCode.INJECTED_FAILURE: "an injected failure (tests and drills; `stream --fail-at`)",
     ExitCode.ROUTES_DISAGREE: "`asof`, `extract`: the two routes disagree",
@@ -257,4 +258,12 @@ class LegalHoldError(LakehouseError):
     Exit 5, like a publication that waits for an acknowledgement: not now, not refused for good."""
 
     code = "legal_hold"
+    exit_code = ExitCode.HELD
+
+
+class ReconcileBusyError(LakehouseError):
+    """Another reconcile holds the derived table (``lakehouse reconcile``); this one stopped
+    before reading anything. Exit 5: not now, run it again when the other has finished."""
+
+    code = "reconcile_busy"
     exit_code = ExitCode.HELD

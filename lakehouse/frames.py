@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 
 def materialize(df: DataFrame) -> DataFrame:
@@ -41,3 +41,19 @@ def in_session(df: DataFrame, spark: SparkSession) -> DataFrame:
         return df
     jdf = spark._jsparkSession.createDataFrame(df._jdf.rdd(), df._jdf.schema())
     return SparkFrame(jdf, spark)
+
+
+def row_hash(*columns: str) -> Column:
+    """One row's hash over ``columns`` (``xxhash64``; a null column adds nothing), as a
+    ``decimal(38,0)`` so that summing millions of them never overflows."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(*columns).cast("decimal(38,0)")
+
+
+def order_free_checksum(*columns: str) -> Column:
+    """An aggregate: the sum of :func:`row_hash` over the rows (0 for none). Equal for the same
+    multiset of rows in any order or file layout, so two stores compare without sorting."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.sum(row_hash(*columns)), F.lit(0).cast("decimal(38,0)"))

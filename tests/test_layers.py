@@ -24,6 +24,7 @@ WORKLOAD_ORDER = [
     {"ml"},
     {"compliance"},
     {"maintenance"},
+    {"reconciliation"},
     {"pipeline"},
     {"synthetic"},
 ]

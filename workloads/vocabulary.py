@@ -183,6 +183,18 @@ class ProtectionReason(StrEnum):
     """A version readers were served (a build or a rollback) within the audit window."""
 
 
+class Difference(StrEnum):
+    """How a key differs between a source and the store derived from it (seed 002)."""
+
+    MISSING = "missing"
+    """In the source, not in the derived store: a lost or unprocessed change; repaired by writing it."""
+    DIVERGENT = "divergent"
+    """In both, with different values: a projection bug, an out-of-order or a second writer."""
+    ORPHAN = "orphan"
+    """Only in the derived store: an unpropagated delete, or data that exists nowhere else;
+    reported, never deleted."""
+
+
 class TableName(StrEnum):
     """Every logical table the workloads read or write (configured in ``lakehouse.yaml``)."""
 
@@ -207,6 +219,7 @@ class TableName(StrEnum):
     ACKS = "ops.acks"
     STREAM_BATCHES = "ops.stream_batches"
     STREAM_DIVERGENCE = "ops.stream_divergence"
+    RECONCILE_REPORTS = "ops.reconcile_reports"
 
 
 BRONZE_TABLES: Final[tuple[TableName, ...]] = tuple(feed.bronze_table for feed in FEEDS)

@@ -513,6 +513,39 @@ class Table(ABC):
         return any(c.version == version for c in self.history())
 
     @abstractmethod
+    def data_files_at(self, version: int) -> set[str]:
+        """The data files a version reads (:func:`file_path` spelling)."""
+
+    def version_at(self, moment: datetime) -> int | None:
+        """The version that was current at ``moment`` (None: the table had no version yet)."""
+        earlier = [c for c in self.history() if c.timestamp <= utc_moment(moment)]
+        return earlier[-1].version if earlier else None
+
+    def changed_keys(self, after: int | None, until: int, columns: Sequence[str]) -> DataFrame:
+        """``columns`` of every row in a data file that a commit after version ``after`` (None:
+        from the first) up to ``until`` added or removed: a superset of the keys those commits
+        changed, from the commit history alone (the two versions' file lists; the files
+        themselves, read directly, so no change-data property has to be set on the table).
+
+        A file that a copy-on-write rewrite replaced contributes every row it held, changed or
+        not: the set may be larger than the change, never smaller. ``columns`` must be stored
+        in the data files, so a partition column is refused (Delta keeps it in the log only).
+        """
+        from pyspark.sql import functions as F
+
+        partitioned = [c for c in columns if c in self.spec.partition_by]
+        if partitioned:
+            raise UsageError(
+                f"{self.name}: {', '.join(partitioned)} is a partition column; changed keys are "
+                f"read from the data files, which do not hold it"
+            )
+        before = self.data_files_at(after) if after is not None else set()
+        touched = sorted(before ^ self.data_files_at(until))
+        if not touched:
+            return self.read(until).select(*columns).where(F.lit(False))
+        return self.spark.read.parquet(*touched).select(*columns).distinct()
+
+    @abstractmethod
     def readable(self, version: int) -> bool:
         """Whether ``version`` can still be read: its metadata and every data file it needs exist."""
 

@@ -438,6 +438,9 @@ class DeltaLakeTable(Table):
         after = self.current_version()
         return after if after != before else None
 
+    def data_files_at(self, version: int) -> set[str]:
+        return {file_path(f) for f in self.read(version).inputFiles()}
+
     def data_file_sizes(self) -> list[int]:
         if not self.exists() or self.current_version() is None:
             return []

@@ -372,6 +372,12 @@ class IcebergTable(Table):
         after = self.current_version()
         return after if after != before else None
 
+    def data_files_at(self, version: int) -> set[str]:
+        rows = self.spark.sql(
+            f"SELECT file_path FROM {self.sql_name}.`files` VERSION AS OF {int(version)} WHERE content = 0"
+        )
+        return {file_path(str(r[0])) for r in rows.collect()}
+
     def data_file_sizes(self) -> list[int]:
         if not self.exists() or self.current_version() is None:
             return []

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ def test_help_lists_the_commands() -> None:
         "asof",
         "ledger",
         "reindex",
+        "reconcile",
         "protect",
         "maintain",
         "progress",
@@ -169,6 +171,18 @@ def test_an_invalid_plan_is_refused_with_the_key_before_spark_starts(tmp_path: P
     assert result.stderr.count("\n") == 1, result.stderr
     assert "rollback_window_dayz" in result.stderr
     assert "starting Spark" not in result.stderr
+
+
+def test_reconcile_refuses_different_key_types_before_spark_starts(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run(
+        "reconcile", "silver.events", "gold.training_sets", "--key", "label", "--workdir", str(tmp_path)
+    )
+    assert result.returncode == 2, result.stderr
+    assert "key types differ" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - started < 60, "no JVM was started"
+    assert not (tmp_path / "warehouse").exists()
 
 
 def test_reindex_refuses_a_bucket_count_below_one_before_spark_starts() -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from lakehouse.errors import IndexMismatchError
+from lakehouse.frames import order_free_checksum
 from ledger import LedgerRecord
 from ledger.entries import RunFinished, RunStarted
 from workloads.runs import new_run_id, recorded_run
@@ -157,7 +158,7 @@ def fingerprint(frame: DataFrame, columns: Sequence[str], buckets: int | None = 
 
     aggregates = [
         F.count(F.lit(1)).alias("n"),
-        F.coalesce(F.sum(F.xxhash64(*columns).cast("decimal(38,0)")), F.lit(0)).alias("h"),
+        order_free_checksum(*columns).alias("h"),
     ]
     if buckets is not None:
         wrong = (

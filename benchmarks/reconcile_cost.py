@@ -1,0 +1,194 @@
+"""``python -m benchmarks reconcile --rows N --changed 0.001``: range checksums against a full join.
+
+Two tables of the same schema through the table interface: a source of ``--rows`` rows and a
+derived copy in which ``--changed`` of the keys drifted (a third lost, a third changed, a third
+of that many orphans added). Both ways run in the same process on the same pinned versions,
+after one untimed warm-up each, in alternating order:
+
+* **range checksums** (what ``lakehouse reconcile`` does): the bounded walk, one job per level
+  over the ranges still in disagreement, then the row diff of the listed ranges in one job
+  (:mod:`workloads.reconciliation.compare`);
+* **full outer join**: every row of both sides joined on the key, every column compared.
+
+Both must find exactly the same differences (asserted); the ratio of the medians is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "k STRING, a BIGINT, b STRING, c DOUBLE"
+COLUMNS = ("a", "b", "c")
+
+
+def build(
+    spark: Any, config: Any, rows: int, changed: float, table_format: str | None
+) -> tuple[Any, Any, int]:
+    from pyspark.sql import functions as F
+
+    from lakehouse.config import TableFormat, Zone
+    from lakehouse.tables import TableSpec, open_table
+
+    def table(role: str) -> Any:
+        spec = TableSpec(
+            name=f"silver.bench_{role}_{uuid.uuid4().hex[:6]}",
+            zone=Zone.SILVER,
+            format=TableFormat(table_format or "iceberg"),
+            schema_ddl=SCHEMA,
+        )
+        made = open_table(spark, config, spec)
+        made.create()
+        return made
+
+    base = spark.range(rows).select(
+        F.format_string("k%010d", "id").alias("k"),
+        (F.col("id") * 7).alias("a"),
+        F.sha1(F.col("id").cast("string")).alias("b"),
+        (F.col("id") / 3.0).alias("c"),
+    )
+    drift = max(3, int(rows * changed))
+    step = rows // drift
+    picked = F.col("id") % step == 0
+    third = F.floor(F.col("id") / step) % 3
+    derived_rows = (
+        spark.range(rows)
+        .where(~(picked & (third == 0)))
+        .select(
+            F.format_string("k%010d", "id").alias("k"),
+            F.when(picked & (third == 1), F.col("id") * 7 + 1).otherwise(F.col("id") * 7).alias("a"),
+            F.sha1(F.col("id").cast("string")).alias("b"),
+            (F.col("id") / 3.0).alias("c"),
+        )
+    )
+    orphans = spark.range(drift // 3).select(
+        F.format_string("orphan%08d", "id").alias("k"),
+        F.lit(0).cast("bigint").alias("a"),
+        F.lit("x").alias("b"),
+        F.lit(0.0).alias("c"),
+    )
+    source, derived = table("source"), table("derived")
+    source.append(base)
+    derived.append(derived_rows.unionByName(orphans))
+    return source, derived, drift
+
+
+def ranged(
+    source: Any, derived: Any, max_ranges: int, list_rows: int
+) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    from workloads.reconciliation.compare import CLASS, both_sides, walk
+    from workloads.reconciliation.summaries import Budget
+
+    src, der = source.read(source.current_version()), derived.read(derived.current_version())
+    budget = Budget(max_rows=10**12, max_seconds=10**6)
+    found = walk(
+        both_sides(src, der, "k", COLUMNS),
+        "k",
+        start=0,
+        max_ranges=max_ranges,
+        list_rows=list_rows,
+        budget=budget,
+    )
+    rows = [r for frame in found.found for r in frame.collect()]
+    return {(r["k"], r[CLASS]) for r in rows}, {
+        "ranges": sum(found.trace.compared),
+        "jobs": found.trace.jobs,
+        "listed": found.ranges_listed,
+        "rows_diffed": found.rows_diffed,
+    }
+
+
+def joined(source: Any, derived: Any) -> set[tuple[str, str]]:
+    from pyspark.sql import functions as F
+
+    s = source.read(source.current_version()).alias("s")
+    d = derived.read(derived.current_version()).alias("d")
+    same = F.lit(True)
+    for c in COLUMNS:
+        same = same & F.col(f"s.{c}").eqNullSafe(F.col(f"d.{c}"))
+    kind = (
+        F.when(F.col("d.k").isNull(), "missing")
+        .when(F.col("s.k").isNull(), "orphan")
+        .when(~same, "divergent")
+    )
+    rows = (
+        s.join(d, F.col("s.k") == F.col("d.k"), "full_outer")
+        .select(F.coalesce("s.k", "d.k").alias("k"), kind.alias("kind"))
+        .where(F.col("kind").isNotNull())
+        .collect()
+    )
+    return {(r["k"], r["kind"]) for r in rows}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks reconcile")
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--changed", type=float, default=0.001, help="fraction of keys that drifted")
+    parser.add_argument("--samples", type=int, default=3, help="timed runs of each way, alternating")
+    parser.add_argument(
+        "--max-ranges", type=int, default=65_536, help="range summaries per level (the driver's bound)"
+    )
+    parser.add_argument("--list-rows", type=int, default=4096, help="list a range of at most this many rows")
+    parser.add_argument(
+        "--format", choices=["delta", "iceberg"], help="the two tables' format (default iceberg)"
+    )
+    parser.add_argument("--workdir", type=Path, default=Path("benchmarks/out/reconcile"))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    from lakehouse.config import load_config
+    from lakehouse.session import build_session
+
+    config = load_config("conf/lakehouse.yaml", overrides={"workdir": str(args.workdir)})
+    spark = build_session(config)
+    started = time.perf_counter()
+    source, derived, drift = build(spark, config, args.rows, args.changed, args.format)
+    print(f"built {args.rows} rows, {drift} drifted keys, in {time.perf_counter() - started:.1f} s")
+    try:
+        expected, walk_figures = ranged(source, derived, args.max_ranges, args.list_rows)  # warm-up, untimed
+        assert joined(source, derived) == expected, "the two ways disagree"
+        times: dict[str, list[float]] = {"range checksums": [], "full outer join": []}
+        for sample in range(args.samples):
+            order = ["range checksums", "full outer join"]
+            for way in order if sample % 2 == 0 else reversed(order):
+                began = time.perf_counter()
+                found = (
+                    ranged(source, derived, args.max_ranges, args.list_rows)[0]
+                    if way == "range checksums"
+                    else joined(source, derived)
+                )
+                times[way].append(time.perf_counter() - began)
+                assert found == expected, f"{way} found other differences"
+        medians = {way: statistics.median(t) for way, t in times.items()}
+        ratio = medians["full outer join"] / medians["range checksums"]
+        counts = {
+            kind: sum(1 for _, k in expected if k == kind) for kind in ("missing", "divergent", "orphan")
+        }
+        print(f"differences (both ways, identical): {counts}; walk: {walk_figures}")
+        for way, t in times.items():
+            print(
+                f"{way}: median {medians[way]:.2f} s over {len(t)} runs ({', '.join(f'{x:.2f}' for x in t)})"
+            )
+        print(f"full join / range checksums = {ratio:.2f}x (goal: at least 3x)")
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "rows": args.rows,
+                        "drift": drift,
+                        "counts": counts,
+                        "walk": walk_figures,
+                        "times": times,
+                        "ratio": ratio,
+                    }
+                )
+            )
+    finally:
+        source.drop()
+        derived.drop()
+    return 0

@@ -1,0 +1,297 @@
+"""The declared pairs: which store is derived from which, by what projection, and who wins.
+
+A :class:`Pair` is declared once and says everything a reconcile needs to know that the
+two tables do not: the **authority** (the side that wins; ``None`` means nobody declared
+one, and ``--repair`` is refused: seed 002, "if you cannot say, the problem is ownership"),
+the **key** on each side, the **projection** that maps pinned source rows to the rows the
+derived store should hold (``derive``, and ``derived_where`` for the part of the derived
+store the pair covers), the **compared columns**, and the **repair** (the rows to write for
+a set of keys; by default the projection's own rows).
+
+Shipped:
+
+* ``bronze.<feed> -> silver.events`` (conservation by key, one pair per feed): every Bronze
+  event whose fate is ``silver`` (the Silver build's own canonicalisation and fates, so
+  duplicates, corrected revisions, quarantined and held lines are expected to be absent)
+  is in Silver with the same canonical columns. Entity columns are not compared: they
+  depend on every feed and the resolver version, and a replay owns them. A repair writes
+  the rows a build would write (resolved with the version Silver carries).
+* ``gold.correlations -> gold.correlations_by_entity`` (the entity index): every row
+  version of the store filed twice, once under each entity, in its bucket
+  (:func:`workloads.gold.entity_index.project`, the index's own projection; the bucket
+  count is the one the index was built with).
+
+**Adding a pair is one declaration.** Batch -> streaming correlations, once the streaming
+path writes ``gold.provisional_correlations``, is one more entry of :data:`PAIRS`::
+
+    Pair(source=TableName.CORRELATIONS, derived=TableName.PROVISIONAL_CORRELATIONS,
+         source_key="correlation_id", derived_key="correlation_id", authority=SOURCE,
+         columns=("correlation_type", "entity_a", "entity_b", "valid_from", "confidence"),
+         derive=authoritative_rows, derived_where="status = 'provisional'")
+
+with one small projection; the comparison, classes, staleness, bounded mode, report,
+ledger entry, lock and rate-limited repair come with it. Two tables no pair declares are
+refused (exit 2, before Spark starts): without a declaration nobody has said which side
+wins, by which key, through which projection.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from lakehouse.config import LakehouseConfig
+from lakehouse.errors import UnknownTableError, UsageError
+from lakehouse.frames import materialize, union_all
+from lakehouse.tables.base import sql_literal
+from workloads.asof.readers import ddl_fields
+from workloads.policies import DEFAULT_POLICY_PATH
+from workloads.vocabulary import FEEDS, TableName
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lakehouse.tables import TableRegistry
+    from ledger import Ledger
+
+log = logging.getLogger(__name__)
+
+SOURCE: Final = "source"
+"""The only authority a pair declares: the source wins, the derived store is repaired."""
+
+
+@dataclass(frozen=True)
+class DeriveContext:
+    """What a projection may read besides the pinned source rows."""
+
+    registry: TableRegistry
+    policies: Path = DEFAULT_POLICY_PATH
+    derived: DataFrame | None = None
+    """The pinned derived rows (a repair resolves entities with the version they carry)."""
+    ledger: Ledger | None = None
+    """The ledger (the entity index's bucket count is recorded with each rebuild)."""
+
+
+Projection = Callable[["DataFrame", DeriveContext], "DataFrame"]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One declared source -> derived relation; see the module docstring."""
+
+    source: str
+    derived: str
+    source_key: str
+    derived_key: str
+    authority: str | None = None
+    columns: tuple[str, ...] | None = None
+    """Compared columns besides the key (None: every column both sides have)."""
+    derive: Projection | None = None
+    """Pinned source rows -> rows shaped like the derived store (key renamed to ``derived_key``);
+    None: the source rows themselves, the key renamed."""
+    derived_where: str | None = None
+    """A SQL condition: the rows of the derived store the pair covers (None: all). A repair
+    replaces a key's rows only inside it."""
+    repair_rows: Projection | None = None
+    """Pinned source rows -> the full derived rows a repair writes (None: :attr:`derive`'s)."""
+    description: str = ""
+    declared: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"{self.source} -> {self.derived}"
+
+    @property
+    def key_text(self) -> str:
+        return (
+            self.derived_key
+            if self.source_key == self.derived_key
+            else f"{self.source_key}:{self.derived_key}"
+        )
+
+
+# -- Bronze -> Silver -----------------------------------------------------------------
+
+SILVER_UNCOMPARED: Final = ("entity_id", "resolver")
+
+
+def silver_fated(feeds: Mapping[str, DataFrame], ctx: DeriveContext) -> DataFrame:
+    """Bronze rows of ``feeds`` (feed -> rows) with the fate a Silver build gives each (the
+    build's own functions), computed once and cut from their lineage.
+
+    Cut like the build's and the stream's fated frame (:func:`lakehouse.frames.materialize`):
+    a join planned above the canonicalisation's projections and the fates' windows (entity
+    resolution's order lookup, a repair's semi-join on its keys, bounded mode's semi-join)
+    makes Spark's constraint inference explode (see
+    :func:`workloads.silver.lateness.admit_approved`): minutes of JVM time on a few hundred
+    rows. Above the computed rows the same joins plan at once.
+    """
+    from workloads.silver.adapters import ADAPTERS, canonicalise
+    from workloads.silver.exceptions import approvals_in_queue
+    from workloads.silver.lateness import assign_fates, load_lateness_policy
+
+    policy = load_lateness_policy(ctx.policies)
+    canonical = union_all([canonicalise(rows, ADAPTERS[feed]) for feed, rows in feeds.items()])
+    return materialize(assign_fates(canonical, policy, approvals_in_queue(ctx.registry)))
+
+
+def _unresolved(events: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return events.withColumns({c: F.lit(None).cast("string") for c in SILVER_UNCOMPARED})
+
+
+def _silver_derive(feed: str) -> Projection:
+    def derive(bronze: DataFrame, ctx: DeriveContext) -> DataFrame:
+        from workloads.silver.routing import silver_rows
+
+        return silver_rows(silver_fated({feed: bronze}, ctx), _unresolved).drop(*SILVER_UNCOMPARED)
+
+    return derive
+
+
+def carried_label(derived: DataFrame) -> str:
+    """The resolver label most of the pinned derived rows carry (the version in force when
+    Silver was built); the current default when none carries one."""
+    from workloads.engines import entity_resolution
+
+    counted = derived.groupBy("resolver").count().orderBy("count", ascending=False).collect()
+    return next((r[0] for r in counted if r[0]), entity_resolution.engine_label(entity_resolution.VERSION))
+
+
+def _silver_repair(feed: str) -> Projection:
+    def repair(bronze: DataFrame, ctx: DeriveContext) -> DataFrame:
+        """The rows a Silver build would write: every feed's current Bronze resolved together
+        (entity resolution links across feeds) by the version the Silver rows carry.
+
+        Resolution is not per row (an event without an email takes its order's entity, and
+        v2/v3 group every event of an email key), so the whole fated input is resolved, as a
+        build does, and the caller keeps the keys it repairs; the fated rows are computed
+        first (:func:`silver_fated`), so the resolver's join and the caller's semi-join plan
+        against computed rows."""
+        from workloads.engines import entity_resolution
+        from workloads.silver.routing import silver_rows
+
+        assert ctx.derived is not None
+        label = carried_label(ctx.derived)
+        feeds = {feed: bronze}
+        for other in FEEDS:
+            table = ctx.registry.get(other.bronze_table)
+            if other.value != feed and table.exists() and table.current_version() is not None:
+                feeds[other.value] = table.read()
+        resolve = entity_resolution.resolver_for(label.rsplit("@", 1)[1])
+        return silver_rows(silver_fated(feeds, ctx), resolve).where(f"domain = {sql_literal(feed)}")
+
+    return repair
+
+
+def _bronze_to_silver(feed: str) -> Pair:
+    return Pair(
+        source=f"bronze.{feed}",
+        derived=TableName.SILVER_EVENTS,
+        source_key="_event_id",
+        derived_key="event_id",
+        authority=SOURCE,
+        derive=_silver_derive(feed),
+        derived_where=f"domain = '{feed}'",
+        repair_rows=_silver_repair(feed),
+        description=f"conservation by key: every {feed} event whose fate is silver is in Silver, unchanged",
+    )
+
+
+# -- gold.correlations -> its entity index -------------------------------------------------
+
+
+def _index_derive(correlations: DataFrame, ctx: DeriveContext) -> DataFrame:
+    """The index's own projection, with the bucket count of its newest recorded rebuild."""
+    from workloads.gold.entity_index import buckets_for, index_versions, project
+
+    known = index_versions(ctx.ledger.reader.records()) if ctx.ledger is not None else ()
+    buckets = known[-1].buckets if known else buckets_for(correlations.count())
+    return project(correlations, buckets)
+
+
+INDEX_PAIR: Final = Pair(
+    source=TableName.CORRELATIONS,
+    derived=TableName.CORRELATIONS_BY_ENTITY,
+    source_key="correlation_id",
+    derived_key="correlation_id",
+    authority=SOURCE,
+    derive=_index_derive,
+    description="the entity index: every row version of the store, once under each entity, in its bucket",
+)
+
+PAIRS: Final[tuple[Pair, ...]] = (*(_bronze_to_silver(feed.value) for feed in FEEDS), INDEX_PAIR)
+"""Every declared pair (one entry adds one; see the module docstring)."""
+
+
+# -- resolving a command line to a pair, before Spark ------------------------------------
+
+
+def column_types(config: LakehouseConfig, table: str) -> dict[str, str]:
+    """Column -> type as configured (upper case), from the YAML alone."""
+    if table not in config.tables:
+        known = ", ".join(sorted(config.tables))
+        raise UnknownTableError(f"unknown table {table!r}; known tables: {known}")
+    return {name: kind.upper() for name, kind in ddl_fields(config.tables[table].schema_ddl)}
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    parts = [p.strip() for p in key.split(":")]
+    if len(parts) == 1 and parts[0]:
+        return parts[0], parts[0]
+    if len(parts) == 2 and all(parts):
+        return parts[0], parts[1]
+    raise UsageError(f"--key {key!r}: name one column, or SOURCE_COLUMN:DERIVED_COLUMN")
+
+
+def resolve_pair(
+    config: LakehouseConfig, source: str, derived: str, key: str | None, pairs: Sequence[Pair] = PAIRS
+) -> Pair:
+    """The declared pair a command names, checked against the configuration before Spark
+    starts: both tables known, the key on both sides with one type, a declared pair's own
+    key (``None``: the declared pair's). An undeclared pair is refused: nobody said which side
+    wins, by which key, through which projection."""
+    source_types, derived_types = column_types(config, source), column_types(config, derived)
+    declared = next((p for p in pairs if p.source == source and p.derived == derived), None)
+    if key is None:
+        if declared is None:
+            raise _undeclared(source, derived, pairs)
+        key = declared.key_text
+    if declared is not None:
+        if key not in (declared.derived_key, declared.source_key, declared.key_text):
+            raise UsageError(f"--key {key!r}: the pair {declared.name} is keyed by {declared.key_text}")
+        source_key, derived_key = declared.source_key, declared.derived_key
+    else:
+        source_key, derived_key = _split_key(key)
+    for table, column, types in ((source, source_key, source_types), (derived, derived_key, derived_types)):
+        if column not in types:
+            raise UsageError(f"--key {key!r}: {table} has no column {column!r}")
+    if source_types[source_key] != derived_types[derived_key]:
+        raise UsageError(
+            f"--key {key!r}: the key types differ, {source}.{source_key} is {source_types[source_key]} "
+            f"and {derived}.{derived_key} is {derived_types[derived_key]}"
+        )
+    if declared is None:
+        raise _undeclared(source, derived, pairs)
+    return declared
+
+
+def _undeclared(source: str, derived: str, pairs: Sequence[Pair]) -> UsageError:
+    known = "; ".join(p.name for p in pairs)
+    return UsageError(f"{source} -> {derived} is not a declared pair (declared: {known})")
+
+
+def compared_columns(
+    pair: Pair, derived_columns: Sequence[str], source_columns: Sequence[str]
+) -> tuple[str, ...]:
+    """The columns whose values must agree (besides the key), in the derived table's order."""
+    wanted = pair.columns if pair.columns is not None else tuple(source_columns)
+    return tuple(c for c in derived_columns if c in wanted and c in source_columns and c != pair.derived_key)
+
+
+def pair_parameters(pair: Pair) -> Mapping[str, object]:
+    return {"pair": pair.name, "key": pair.key_text, "authority": pair.authority, "declared": pair.declared}
