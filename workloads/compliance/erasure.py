@@ -61,6 +61,8 @@ from workloads.compliance.subject import (
     RULES,
     Subject,
     addresses_of,
+    check_entity,
+    check_text,
     email_key,
     find_subject,
     key_row,
@@ -137,12 +139,15 @@ class ErasureRequest:
             raise UsageError("--request is missing: name the erasure request (its id in your ticket system)")
         if not self.dry_run and not self.reason.strip():
             raise UsageError("--reason is missing: say why the subject is erased (the legal basis)")
+        for flag, text in (("--request", self.request_id), ("--reason", self.reason)):
+            if text or not self.dry_run:
+                check_text(flag, text)  # kept for good: one printable line of bounded length
         if self.email is not None:
-            email_key(self.email)  # not an address: exit 2 before Spark
+            email_key(self.email)  # not an address the lakehouse can erase: exit 2 before Spark
         if (self.email is None) == (self.entity is None):
             raise UsageError("name the subject with exactly one of --subject-email and --entity")
-        if self.entity is not None and not self.entity.strip():
-            raise UsageError("--entity is empty")
+        if self.entity is not None:
+            check_entity(self.entity)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ token by token, so ``alice@x.com`` never matches ``malice@x.com``.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -30,7 +31,7 @@ from lakehouse.frames import union_all
 from lakehouse.identifiers import IDENTIFIER_SEPARATORS
 from lakehouse.tables import TableRegistry
 from workloads.compliance.scan import tokens
-from workloads.vocabulary import BRONZE_TABLES, TableName
+from workloads.vocabulary import BRONZE_TABLES, REDACTED_PREFIX, TableName
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -126,12 +127,85 @@ class Subject:
         return not self.identifiers
 
 
-def email_key(address: str) -> str:
-    """The key every resolver version uses for an address (``strip().lower()``)."""
-    key = address.strip().lower()
-    if not key or "@" not in key:
-        raise UsageError(f"--subject-email {address!r} is not an email address")
-    return key
+EMAIL_MAX_CHARS: Final = 254
+"""RFC 5321's limit on a path's address; the local part's is :data:`EMAIL_LOCAL_MAX_CHARS`."""
+EMAIL_LOCAL_MAX_CHARS: Final = 64
+
+_TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9._%+@\-]+")
+"""The characters of one identifier token (:data:`lakehouse.identifiers.IDENTIFIER_SEPARATORS`
+cuts at every other one), in either case: an address made of them is one whole token in raw
+text and in the independent scan."""
+
+ENTITY_ID: Final = re.compile(r"e1-[0-9a-f]{16}")
+"""An entity id as every resolver version writes it: ``e1-`` and 16 lower-case hex
+(:mod:`workloads.engines.entity_resolution`; v2 and v3 reuse the smallest v1 id)."""
+
+TEXT_MAX_CHARS: Final[Mapping[str, int]] = {"--request": 128, "--reason": 1000}
+"""The longest request id and reason an erasure keeps (ledger entry, tables' commit history)."""
+
+
+def email_problem(address: str) -> str | None:
+    """Why ``address`` (already stripped) is not an address the lakehouse can erase, or None.
+
+    Pure: no normalisation beyond what resolvers do (``strip().lower()``). No NFKC: a fullwidth
+    ``＠`` or a Cyrillic ``а`` is never mapped onto an ASCII address, which would be someone
+    else's. Such an address is refused instead (see :data:`_TOKEN_CHARS`): raw text is cut into
+    ASCII tokens, so neither the erasure's match in Bronze lines nor the independent scan could
+    see it whole, and a certificate for it would not mean what it says.
+    """
+    if not address:
+        return "it is empty"
+    if len(address) > EMAIL_MAX_CHARS:
+        return f"it is {len(address)} characters long; an address has at most {EMAIL_MAX_CHARS} (RFC 5321)"
+    if not _TOKEN_CHARS.fullmatch(address):
+        return (
+            "it holds a character other than ASCII letters, digits and . _ % + - @ "
+            "(whitespace, control, zero-width, quotes or non-ASCII look-alikes)"
+        )
+    if address.count("@") != 1:
+        return "an address has exactly one '@'"
+    local, domain = address.split("@")
+    if not local or not domain:
+        return "an address has a local part and a domain around its '@'"
+    if len(local) > EMAIL_LOCAL_MAX_CHARS:
+        return f"its local part is longer than {EMAIL_LOCAL_MAX_CHARS} characters (RFC 5321)"
+    if address.startswith(".") or address.endswith("."):
+        return "it starts or ends with '.'"
+    return None
+
+
+def email_key(address: str, flag: str = "--subject-email") -> str:
+    """The key every resolver version uses for an address (``strip().lower()``); refuses (exit 2,
+    naming ``flag``, without echoing the value) what :func:`email_problem` finds."""
+    key = address.strip()
+    problem = "it is empty" if not key else email_problem(key)
+    if problem:
+        raise UsageError(f"{flag} is not an email address the lakehouse can erase: {problem}")
+    return key.lower()
+
+
+def check_entity(entity: str, flag: str = "--entity") -> str:
+    """An entity id exactly as the resolvers write it (:data:`ENTITY_ID`), or refused (exit 2)."""
+    if not entity.strip():
+        raise UsageError(f"{flag} is empty")
+    if entity.startswith(REDACTED_PREFIX):
+        raise UsageError(f"{flag} is a redacted value: that subject was erased already")
+    if not ENTITY_ID.fullmatch(entity):
+        raise UsageError(f"{flag} is not an entity id: ids are 'e1-' and 16 lower-case hex digits")
+    return entity
+
+
+def check_text(flag: str, text: str) -> str:
+    """A request id or reason kept for good: not empty, one printable line (no control, zero-width
+    or bidi characters), at most :data:`TEXT_MAX_CHARS`; quotes, ``%``, ``_`` and SQL are data."""
+    if not text.strip():
+        raise UsageError(f"{flag} is missing or empty")
+    limit = TEXT_MAX_CHARS[flag]
+    if len(text) > limit:
+        raise UsageError(f"{flag} is {len(text)} characters long; at most {limit}")
+    if not text.isprintable():
+        raise UsageError(f"{flag} holds a control, zero-width or other unprintable character")
+    return text
 
 
 def refuse_text_naming(fields: Iterable[tuple[str, str]], identifiers: Iterable[str]) -> None:
