@@ -27,13 +27,36 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     subject = parser.add_mutually_exclusive_group()
-    subject.add_argument("--subject-email", metavar="ADDRESS", help="the subject's email address")
-    subject.add_argument("--entity", metavar="ID", help="an entity id of the subject (any engine version)")
+    subject.add_argument(
+        "--subject-email",
+        metavar="ADDRESS",
+        help=(
+            "the subject's email address, keyed as resolvers key it (surrounding whitespace "
+            "dropped, lower-cased, nothing else): one '@', a local part (at most 64 characters) "
+            "and a domain, at most 254 characters, ASCII letters, digits and . _ %% + - only. "
+            "Nothing is normalised further: a look-alike (a Cyrillic 'а', a fullwidth '＠') is "
+            "never mapped onto an ASCII address, which would be someone else's; it is refused, "
+            "since raw text and the independent scan see ASCII tokens only"
+        ),
+    )
+    subject.add_argument(
+        "--entity",
+        metavar="ID",
+        help="an entity id of the subject (any engine version): 'e1-' and 16 lower-case hex digits",
+    )
     subject.add_argument(
         "--verify", metavar="CERT", help="re-run the independent scan of an erasure certificate"
     )
-    parser.add_argument("--request", metavar="REQ", help="the erasure request's id (required to erase)")
-    parser.add_argument("--reason", metavar="TEXT", help="why: the legal basis (required to erase)")
+    parser.add_argument(
+        "--request",
+        metavar="REQ",
+        help="the erasure request's id (required to erase): one printable line, at most 128 characters",
+    )
+    parser.add_argument(
+        "--reason",
+        metavar="TEXT",
+        help="why: the legal basis (required to erase): one printable line, at most 1000 characters",
+    )
     parser.add_argument("--dry-run", action="store_true", help="list every place that holds the subject")
     parser.add_argument(
         "--deliveries",
@@ -46,14 +69,29 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_erasure, render_erasure_check
     from lakehouse.errors import UsageError
     from workloads.compliance import ErasureRequest, erase, find_certificate, reverify
+    from workloads.compliance.subject import check_text
 
-    if args.verify and (args.request or args.reason or args.dry_run):
+    if args.verify is not None and (args.request is not None or args.reason is not None or args.dry_run):
         raise UsageError("--verify CERT takes no --request, --reason or --dry-run")
-    if not (args.verify or args.subject_email or args.entity):
+    if args.verify is None and args.subject_email is None and args.entity is None:
         raise UsageError("name the subject: --subject-email ADDRESS or --entity ID (or --verify CERT)")
+    if args.verify is not None and not args.verify.strip():
+        raise UsageError("--verify is empty: name an erasure certificate")
+    request = None
+    if args.verify is None:  # every argument checked here: exit 2 before Spark starts, nothing written
+        for flag, text in (("--request", args.request), ("--reason", args.reason)):
+            if text is not None:
+                check_text(flag, text)
+        request = ErasureRequest(
+            request_id=args.request or "",
+            reason=args.reason or "",
+            email=args.subject_email,
+            entity=args.entity,
+            dry_run=args.dry_run,
+        )
     deliveries = args.deliveries or ctx.config.workdir_path / "history"
     ctx.require_lakehouse()
-    if args.verify:
+    if request is None:
         certificate = find_certificate(ctx.ledger, args.verify)
         check = reverify(ctx.registry, ctx.ledger, certificate, deliveries, ctx.progress)
         passed = check.passed
@@ -62,13 +100,6 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
             lines=render_erasure_check(certificate.certificate_id, check),
             exit_code=ExitCode.DONE if passed else ExitCode.CHECK_FAILED,
         )
-    request = ErasureRequest(
-        request_id=args.request or "",
-        reason=args.reason or "",
-        email=args.subject_email,
-        entity=args.entity,
-        dry_run=args.dry_run,
-    )  # refused here (exit 2) before Spark starts
     result = erase(ctx.registry, ctx.ledger, request, deliveries=deliveries, progress=ctx.progress)
     return Outcome(data=result, lines=render_erasure(result))
 

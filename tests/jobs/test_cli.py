@@ -550,3 +550,93 @@ def test_an_unreachable_master_is_one_line_naming_it_and_exit_3_before_spark_sta
     error = json.loads(line)
     assert error["exit_code"] == 3
     assert error["error"].startswith(f"the Spark master {url} is unreachable ("), error
+
+
+SUBJECT_ARGS = ("--subject-email", "a@example.org")
+ENTITY = "e1-0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        (("--subject-email", "x' OR '1'='1", "--dry-run"), "--subject-email"),
+        (("--subject-email", "a@b.c; DROP TABLE x", "--dry-run"), "--subject-email"),
+        (("--subject-email", "\u0430lice@example.org", "--dry-run"), "--subject-email"),
+        (("--subject-email", "alice\uff20example.org", "--dry-run"), "--subject-email"),
+        (("--subject-email", "a\u200b@example.org", "--dry-run"), "--subject-email"),
+        (("--subject-email", "a\x1b[2J@example.org", "--dry-run"), "--subject-email"),
+        (("--subject-email", "a" * 3988 + "@example.org", "--dry-run"), "--subject-email"),
+        (("--subject-email", "", "--dry-run"), "--subject-email"),
+        (("--subject-email", "   ", "--dry-run"), "--subject-email"),
+        (("--entity", "x' OR '1'='1", "--dry-run"), "--entity"),
+        (("--entity", "e1-%", "--dry-run"), "--entity"),
+        (("--entity", "", "--dry-run"), "--entity"),
+        (("--entity", "e" * 4000, "--request", "REQ-1", "--reason", "art. 17"), "--entity"),
+        (("--entity", "redacted:erasure-x", "--dry-run"), "--entity"),
+        ((*SUBJECT_ARGS, "--request", "", "--dry-run"), "--request"),
+        ((*SUBJECT_ARGS, "--request", "REQ\n-1", "--reason", "art. 17"), "--request"),
+        ((*SUBJECT_ARGS, "--request", "r" * 4000, "--reason", "art. 17"), "--request"),
+        (("--entity", ENTITY, "--request", "REQ-1", "--reason", " "), "--reason"),
+        (("--entity", ENTITY, "--request", "REQ-1", "--reason", "art.\u200b17"), "--reason"),
+        (("--entity", ENTITY, "--request", "REQ-1", "--reason", "r" * 4000), "--reason"),
+        (("--verify", ""), "--verify"),
+    ],
+    ids=[
+        "email-sql-quote",
+        "email-sql-drop",
+        "email-cyrillic",
+        "email-fullwidth-at",
+        "email-zero-width",
+        "email-control",
+        "email-4000",
+        "email-empty",
+        "email-blank",
+        "entity-sql",
+        "entity-wildcard",
+        "entity-empty",
+        "entity-4000",
+        "entity-redacted",
+        "request-empty",
+        "request-newline",
+        "request-4000",
+        "reason-blank",
+        "reason-zero-width",
+        "reason-4000",
+        "verify-empty",
+    ],
+)
+def test_erase_refuses_a_hostile_subject_before_a_jvm_starts_and_writes_nothing(
+    tmp_path: Path, args: tuple[str, ...], flag: str
+) -> None:
+    """Issue 37 item 3: one ``error:`` line naming the flag (the value not echoed), exit 2, no JVM,
+    and no file more in a work dir that would otherwise be checked for a lakehouse."""
+    lake = tmp_path / "lake"
+    (lake / "warehouse").mkdir(parents=True)
+    result = run("erase", *args, "--workdir", str(lake), env=NO_JVM)
+    assert_refused_before_spark(result, f"error: {flag} ")
+    assert len(result.stderr) < 300, "the hostile value is not echoed"
+    assert sorted(tmp_path.rglob("*")) == [lake, lake / "warehouse"], "nothing was written"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (
+            "--subject-email",
+            " A%B_c@Example.org ",
+            "--request",
+            "x' OR '1'='1",
+            "--reason",
+            "a@b.c; DROP TABLE x",
+        ),
+        ("--entity", ENTITY, "--request", "REQ-7", "--reason", 'Art. 17 – "Löschung", 50% _done_'),
+    ],
+    ids=["email-with-wildcards", "entity"],
+)
+def test_erase_binds_quotes_sql_and_wildcards_as_data_and_reaches_the_lakehouse_check(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """Accepted values pass every argument check: the next refusal is the missing lakehouse."""
+    result = run("erase", *args, "--workdir", str(tmp_path / "empty"), env=NO_JVM)
+    assert_refused_before_spark(result, "no lakehouse in")
+    assert not (tmp_path / "empty").exists()
