@@ -61,11 +61,12 @@ class ExpectationFailure:
         return ", ".join(self.columns)
 
     def describe(self, samples: int = MESSAGE_SAMPLES) -> str:
-        """One line: the expectation, its rule, how many rows failed and a few of them."""
+        """One line: the expectation, its rule, how many rows failed and a few of them
+        (``samples=0``: none, for a record that must hold no row values)."""
         text = f"{self.expectation}({self.column}) [{self.rule}]"
         if self.unexpected_count is not None:
             text += f": {self.unexpected_count} failing row(s)"
-        if self.samples:
+        if self.samples and samples > 0:
             shown = "; ".join(self.samples[:samples])
             text += f", e.g. {shown}"
         if self.observed is not None:
@@ -83,11 +84,12 @@ class GateResult:
     """How many expectations were evaluated (plus any missing column)."""
     failures: tuple[ExpectationFailure, ...] = field(default=())
 
-    def message(self) -> str:
-        """One line naming the table, every failed expectation and sample failing values."""
+    def message(self, samples: int = MESSAGE_SAMPLES) -> str:
+        """One line naming the table, every failed expectation and ``samples`` failing values
+        of each (0: none, for the ledger, which an erasure cannot rewrite)."""
         if self.success:
             return f"quality gate passed for {self.table} ({self.checks} checks)"
-        parts = " | ".join(failure.describe() for failure in self.failures)
+        parts = " | ".join(failure.describe(samples) for failure in self.failures)
         return (
             f"quality gate failed for {self.table}: {len(self.failures)} of {self.checks} checks failed: "
             f"{parts}; nothing was written: fix the step that produced these rows (or its input) and rerun"

@@ -360,6 +360,22 @@ def test_a_failed_result_renders_as_one_line_naming_table_expectation_and_sample
     assert "correlation_id=x3, confidence=1.0; correlation_id=x4, confidence=0.0" in message
 
 
+def test_a_result_for_the_ledger_names_the_failures_without_any_row_value() -> None:
+    """The replay's quality gate goes into the immutable ledger: counts and rules, no values."""
+    failure = ExpectationFailure(
+        expectation=CheckKind.LESS_THAN.value,
+        columns=("entity_a", "entity_b"),
+        rule="entity_a < entity_b",
+        unexpected_count=6,
+        samples=("entity_a=e1-00000000000000aa, entity_b=e1-0000000000000001",),
+    )
+    message = GateResult("gold.correlations", False, 6, (failure,)).message(samples=0)
+    assert "6 failing row(s)" in message
+    assert "e1-" not in message
+    assert "e1-" not in failure.describe(samples=0)
+    assert "e1-00000000000000aa" in failure.describe()
+
+
 def test_pair_samples_are_shown_in_rule_order_and_values_as_plain_text() -> None:
     suite = medallion_gate.suite_for("gold.correlations")
     check = next(c for c in suite.checks if c.kind is CheckKind.LESS_THAN)
