@@ -141,10 +141,18 @@ class CandidateError(TableError):
 
 
 class DataQualityError(LakehouseError):
-    """A quality gate failed; nothing was made visible."""
+    """A quality gate failed; nothing was made visible.
+
+    The message quotes failing rows for the person who runs the command; ``recorded`` is the
+    same without any row value, for the ledger (immutable: a value there could never be
+    erased)."""
 
     code = "data_quality"
     exit_code = ExitCode.CHECK_FAILED
+
+    def __init__(self, message: str, *, recorded: str | None = None) -> None:
+        super().__init__(message)
+        self.recorded = recorded
 
 
 class IndexMismatchError(LakehouseError):

@@ -23,7 +23,7 @@ from typing import Any
 
 from lakehouse.digest import digest_of
 from lakehouse.tables import TableRegistry
-from lakehouse.tables.base import first_line
+from lakehouse.tables.base import first_line, recorded_error
 from ledger import EngineIdentity, InputRead, Ledger, OutputWritten, RunFinished, RunStarted
 from ledger.clock import utc
 from ledger.engines import EngineSpec, InForce, engines_in_force, load_engines, verify_fingerprint
@@ -158,9 +158,7 @@ def recorded_run(
     try:
         yield run
     except Exception as exc:
-        ledger.writer.append(
-            RunFinished(run_id=run_id, status="failed", error=first_line(exc) or type(exc).__name__)
-        )
+        ledger.writer.append(RunFinished(run_id=run_id, status="failed", error=recorded_error(exc)))
         log.info("run %s failed: %s", run_id, first_line(exc) or type(exc).__name__)
         raise
     ledger.writer.append(

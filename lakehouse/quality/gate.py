@@ -88,7 +88,7 @@ class QualityGate:
         """:meth:`validate`, raising :class:`DataQualityError` (one line) when the suite fails."""
         result = self.validate(df, table_name)
         if not result.success:
-            raise DataQualityError(result.message())
+            raise DataQualityError(result.message(), recorded=result.message(samples=0))
         return result
 
     def __call__(self, table_name: str, df: DataFrame) -> None:

@@ -291,5 +291,5 @@ def enforce(df: DataFrame, suite: Suite, *, persist: bool = True) -> GateResult:
     """:func:`validate`, raising :class:`DataQualityError` (one line) when the suite fails."""
     result = validate(df, suite, persist=persist)
     if not result.success:
-        raise DataQualityError(result.message())
+        raise DataQualityError(result.message(), recorded=result.message(samples=0))
     return result

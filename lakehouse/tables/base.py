@@ -777,6 +777,13 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def recorded_error(exc: BaseException) -> str:
+    """What the ledger records of a failure: the error's own ``recorded`` text when it has
+    one (a quality gate's, without failing rows' values), else its first line."""
+    recorded = getattr(exc, "recorded", None)
+    return str(recorded) if recorded else first_line(exc)
+
+
 def _sample(values: Sequence[int], limit: int = 8) -> str:
     if not values:
         return "none (the table was never written)"

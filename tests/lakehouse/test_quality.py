@@ -376,6 +376,25 @@ def test_a_result_for_the_ledger_names_the_failures_without_any_row_value() -> N
     assert "e1-00000000000000aa" in failure.describe()
 
 
+def test_a_failed_gate_tells_the_user_its_rows_and_the_ledger_only_its_rules() -> None:
+    from lakehouse.errors import DataQualityError
+    from lakehouse.tables.base import recorded_error
+
+    failure = ExpectationFailure(
+        expectation=CheckKind.NOT_NULL.value,
+        columns=("customer_email",),
+        rule="customer_email not null",
+        unexpected_count=1,
+        samples=("event_id=o-1, customer_email=alice@example.org",),
+    )
+    result = GateResult("silver.events", False, 4, (failure,))
+    error = DataQualityError(result.message(), recorded=result.message(samples=0))
+    assert "alice@example.org" in str(error), "the person running the command sees the rows"
+    assert recorded_error(error).startswith("quality gate failed for silver.events")
+    assert "alice@example.org" not in recorded_error(error), "the ledger never holds them"
+    assert recorded_error(ValueError("first\nsecond")) == "first"
+
+
 def test_pair_samples_are_shown_in_rule_order_and_values_as_plain_text() -> None:
     suite = medallion_gate.suite_for("gold.correlations")
     check = next(c for c in suite.checks if c.kind is CheckKind.LESS_THAN)

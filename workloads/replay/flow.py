@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 
 from lakehouse.errors import InjectedFailure, ReplayError, ReplayRefusedError
 from lakehouse.tables import Table, TableSize
-from lakehouse.tables.base import first_line
+from lakehouse.tables.base import first_line, recorded_error
 from ledger.api import open_ledger
 from ledger.clock import Clock
 from ledger.engines import EngineCatalog
@@ -175,7 +175,7 @@ def run_replay(
     except Exception as exc:
         log.warning("run %s failed: %s: %s", run_id, type(exc).__name__, first_line(exc))
         ledger.writer.append(
-            RunFinished(run_id=run_id, status="failed", error=f"{type(exc).__name__}: {first_line(exc)}")
+            RunFinished(run_id=run_id, status="failed", error=f"{type(exc).__name__}: {recorded_error(exc)}")
         )
         raise
 
