@@ -17,8 +17,8 @@ The two sides, in the same process:
 * **the full rewrite** (the baseline): what a team does without a targeted erasure. Every
   table the erasure touches (its certificate's, or an untimed dry run's when the rewrite
   runs first) is read in its current version and written again without the subject (the
-  same :data:`~workloads.compliance.subject.RULES` condition and
-  :data:`~workloads.compliance.subject.REDACTIONS`, the identifiers given to it for free),
+  same :data:`~workloads.compliance.subject.TREATMENTS`: rows deleted, redacted or
+  re-keyed, the identifiers given to it for free),
   as one write into a fresh table of the same format, partitioning and sort order: the
   files an in-place ``INSERT OVERWRITE`` would write, without changing the lake the
   erasures run on (the scratch tables are dropped after counting). It neither purges the
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
     from lakehouse.tables import TableRegistry
     from ledger import Ledger
+    from workloads.compliance.subject import Treatment
 
 GOAL = 0.10
 
@@ -248,16 +249,18 @@ def erase_one(registry: TableRegistry, ledger: Ledger, address: str, deliveries:
     )
 
 
-def without_subject(
-    table_rows: DataFrame, keys: DataFrame, rule: str, redact: Mapping[str, str] | None
-) -> DataFrame:
-    """A table's rows as a full rewrite writes them: the subject's deleted, or redacted."""
+def without_subject(table_rows: DataFrame, keys: DataFrame, treatment: Treatment) -> DataFrame:
+    """A table's rows as a full rewrite writes them: the subject's deleted or redacted, and a
+    shared entity id re-keyed in the others."""
     from pyspark.sql import functions as F
 
     columns = table_rows.columns
     joined = table_rows.alias("t").crossJoin(F.broadcast(keys.alias("s")))
-    matched = F.coalesce(F.expr(f"({rule})"), F.lit(False))
+    matched = F.coalesce(F.expr(f"({treatment.match})"), F.lit(False))
+    redact = treatment.update
     if redact:
+        if treatment.delete:
+            joined = joined.where(~(matched & F.coalesce(F.expr(f"({treatment.delete})"), F.lit(False))))
         return joined.select(
             *[
                 (
@@ -277,7 +280,7 @@ def full_rewrite(registry: TableRegistry, names: Sequence[str], keys: DataFrame)
     from dataclasses import replace
 
     from lakehouse.tables import open_table
-    from workloads.compliance.subject import REDACTIONS, RULES
+    from workloads.compliance.subject import TREATMENTS
 
     rewrite = Rewrite(0.0, 0, 0, 0, 0)
     for name in names:
@@ -294,9 +297,7 @@ def full_rewrite(registry: TableRegistry, names: Sequence[str], keys: DataFrame)
         )
         started = time.monotonic()
         scratch.create()
-        scratch.append(
-            without_subject(table.read(version), keys, RULES[name], REDACTIONS.get(name)), run_id="bench"
-        )
+        scratch.append(without_subject(table.read(version), keys, TREATMENTS[name]), run_id="bench")
         seconds = time.monotonic() - started
         written = scratch.size_at(scratch.current_version() or 0, count_rows=False)
         scratch.drop()

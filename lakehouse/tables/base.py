@@ -208,6 +208,16 @@ def partition_predicate(columns: Sequence[str], values: Sequence[Mapping[str, An
     return " OR ".join(clauses) if clauses else "FALSE"
 
 
+def merge_clauses(update: Mapping[str, str] | None, delete_when: str | None = None) -> str:
+    """The WHEN MATCHED clauses of an erasure's MERGE (:meth:`Table.erase_matching`): delete the
+    matched rows; or update them (``update``: column -> SQL); or delete those meeting
+    ``delete_when`` and update the others."""
+    if not update:
+        return "WHEN MATCHED THEN DELETE"
+    action = "WHEN MATCHED THEN UPDATE SET " + ", ".join(f"t.`{c}` = {expr}" for c, expr in update.items())
+    return f"WHEN MATCHED AND ({delete_when}) THEN DELETE {action}" if delete_when else action
+
+
 def file_path(location: str) -> str:
     """One spelling of a data file's location: a local path for ``file:`` URIs (Spark writes
     ``file:/x`` and ``file:///x`` for the same file), the URI itself otherwise."""
@@ -374,6 +384,7 @@ class Table(ABC):
         reason: str,
         candidate: Candidate | None = None,
         redact: Mapping[str, str] | None = None,
+        delete_when: str | None = None,
     ) -> None:
         """Compliance erasure of the rows that match a row of ``keys`` (any zone, Bronze included).
 
@@ -381,24 +392,20 @@ class Table(ABC):
         ``MERGE ... WHEN MATCHED THEN DELETE`` against the keys, so the erased values are data
         the statement joins with, never text a format writes into its history (a Delta
         ``DELETE``'s predicate is). With ``redact`` (column -> SQL over ``t`` and ``s``) the
-        matched rows are updated instead (``WHEN MATCHED THEN UPDATE SET``). Copy-on-write on
-        both formats: each file holding a matched row is rewritten; the old file stays until
-        :meth:`purge` removes it.
+        matched rows are updated instead (``WHEN MATCHED THEN UPDATE SET``); with
+        ``delete_when`` too, the matched rows that also meet it are deleted and the others
+        updated, in the same MERGE (one commit). Copy-on-write on both formats: each file
+        holding a matched row is rewritten; the old file stays until :meth:`purge` removes it.
         """
         if not reason.strip():
             raise UsageError(f"erasure from {self.name} needs a reason")
         unknown = sorted(set(redact or {}) - set(self.spec.schema().fieldNames()))
         if unknown:
             raise UsageError(f"cannot redact {unknown} in {self.name}: no such column")
-        action = (
-            "UPDATE SET " + ", ".join(f"t.`{c}` = {expr}" for c, expr in redact.items())
-            if redact
-            else "DELETE"
-        )
         view = temp_view(keys, "erase_keys")
         try:
             self._erase_matching(
-                f"USING {view} s ON ({on}) WHEN MATCHED THEN {action}",
+                f"USING {view} s ON ({on}) {merge_clauses(redact, delete_when)}",
                 commit_metadata(run_id, {"lakehouse.erasure-reason": reason}),
                 candidate,
             )

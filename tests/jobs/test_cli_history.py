@@ -24,7 +24,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,11 @@ class History:
     """The files of the extract made before the erasure, read before the erasure deleted them."""
     streamed: dict[str, dict[str, Any]]
     """The streaming tables after the crashed stream, after its resumption, after the Gold build."""
+    remade: dict[str, bytes]
+    """The files of the extract made again after the erasure, read before the later erasures."""
+    ring: dict[str, Any] = field(default_factory=dict)
+    """Issue 37: two planted ring members erased under ER v2 (:func:`ring_subjects`), and what
+    Silver holds of their rings after the erasures (``after``)."""
 
     def __getitem__(self, name: str) -> Step:
         return self.steps[name]
@@ -302,6 +307,12 @@ def history(
         "--out",
         after_erasure,
     )
+    # read before the ring members' erasures below, which delete the extracts that may hold them
+    remade = (
+        {p.name: p.read_bytes() for p in Path(after_erasure).iterdir()}
+        if Path(after_erasure).is_dir()
+        else {}
+    )
     # no resurrection: the original deliveries again (a manifest already ingested), a rebuild
     run("ingest-after-erase", "ingest", "--feed", "orders", "--source", str(deliveries))
     # ... and the subject's order lines delivered again under a new name, in a new delivery
@@ -312,6 +323,29 @@ def history(
     run("ledger-verify-after-erase", "ledger", "verify", "--history")
     run("asof-after-erase", "asof", "gold.correlations", "--at", datetime.now(UTC).isoformat())
     subject_after = subject_identifiers(spark_session, config, email=email)
+
+    # issue 37: planted fraud-ring members, with ER v2 in force (its card rule gives a ring one
+    # entity id): one whose own v1 id names the ring (re-keyed in the others' rows), one who
+    # borrowed another member's id (left in theirs); erased in turn, each verified
+    silver_v1 = silver_version(spark_session, config)
+    run("build-silver-er-v2", "build", "silver", "--engine", "entity_resolution@2")
+    ring = ring_subjects(spark_session, config, deliveries, silver_v1)
+    for kind, request in (("named", "REQ-RING-1"), ("borrowing", "REQ-RING-2")):
+        address = ring[kind]["email"]
+        run(f"erase-ring-{kind}-dry-run", "erase", "--subject-email", address, "--dry-run")
+        done = run(
+            f"erase-ring-{kind}",
+            "erase",
+            "--subject-email",
+            address,
+            "--request",
+            request,
+            "--reason",
+            "GDPR art. 17",
+        )
+        cert = done.data["certificate"]["certificate_id"] if done.code == 0 else "erasure-missing"
+        run(f"erase-ring-{kind}-verify", "erase", "--verify", cert)
+    ring["after"] = ring_rows(spark_session, config, ring)
 
     # behind the product's back: a serving row, then the ledger
     at = datetime.now(UTC).isoformat()
@@ -329,8 +363,75 @@ def history(
     run("ledger-verify-tampered", "ledger", "verify")
 
     streamed = {"after_crash": after_crash, "resumed": resumed, "reconciled": reconciled}
-    yield History(run.steps, config, env, subject, subject_after, resent_lines, delivered, streamed)
+    yield History(
+        run.steps, config, env, subject, subject_after, resent_lines, delivered, streamed, remade, ring
+    )
     drop_all(TableRegistry(spark_session, config))
+
+
+def silver_version(spark: Any, config: LakehouseConfig) -> int:
+    from lakehouse.tables import TableRegistry
+
+    version = TableRegistry(spark, config).get("silver.events").current_version()
+    assert version is not None
+    return version
+
+
+def ring_subjects(spark: Any, config: LakehouseConfig, deliveries: Path, v1_version: int) -> dict[str, Any]:
+    """Two addresses of planted ring members (the generator's ground truth) with Silver rows,
+    each sharing its ER v2 entity id with other addresses' rows: ``named`` (the ring's id is its
+    own v1 id, the smallest) and ``borrowing`` (another ring's member named it), with that id
+    and the other addresses that hold it."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    truth = json.loads((deliveries / "_ground_truth.json").read_text())
+    silver = TableRegistry(spark, config).get("silver.events")
+    key = F.lower(F.trim("customer_email"))
+    pairs = [key.alias("v"), F.col("entity_id").alias("e")]
+    v1 = {r["v"]: r["e"] for r in silver.read(v1_version).select(*pairs).distinct().collect() if r["v"]}
+    v2 = {r["v"]: r["e"] for r in silver.read().select(*pairs).distinct().collect() if r["v"]}
+    found: dict[str, dict[str, Any]] = {}
+    for ring in sorted(truth["rings"]):
+        members = {e.strip().lower() for p in truth["rings"][ring] for e in truth["persons"][p]["emails"]}
+        present = sorted(members & set(v2))
+        for address in present:
+            others = sorted(a for a in present if a != address and v2[a] == v2[address])
+            if not others or v2[address] is None:
+                continue
+            kind = "named" if v1.get(address) == v2[address] else "borrowing"
+            if kind not in found and ring not in {f["ring"] for f in found.values()}:
+                found[kind] = {"ring": ring, "email": address, "entity": v2[address], "others": others}
+    assert set(found) == {"named", "borrowing"}, f"two rings with a shared ER v2 id: {found}"
+    before = ring_rows(spark, config, found)
+    for kind in found:
+        found[kind]["before"] = before[kind]
+    return found
+
+
+def ring_rows(spark: Any, config: LakehouseConfig, ring: dict[str, Any]) -> dict[str, Any]:
+    """Per erased ring member: the other addresses' Silver rows and their entity ids, the rows
+    under the member's shared id, and the Gold daily rows under it."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(spark, config)
+    silver = registry.get("silver.events").read()
+    daily = registry.get("gold.entity_daily").read()
+    out: dict[str, Any] = {}
+    for kind in ("named", "borrowing"):
+        others = silver.where(F.lower(F.trim("customer_email")).isin(ring[kind]["others"]))
+        entity = ring[kind]["entity"]
+        out[kind] = {
+            "others_rows": others.count(),
+            "others_entities": sorted({r[0] for r in others.select("entity_id").distinct().collect()}),
+            "rows_under_entity": silver.where(F.col("entity_id") == entity).count(),
+            "daily_under_entity": daily.where(F.col("entity_id") == entity).count(),
+            "subject_rows": silver.where(F.lower(F.trim("customer_email")) == ring[kind]["email"]).count(),
+        }
+    return out
 
 
 def stream_tables(spark: Any, config: LakehouseConfig) -> dict[str, Any]:
@@ -720,6 +821,7 @@ def test_an_extract_is_pseudonymised_manifested_and_recorded_in_the_ledger(histo
 def test_a_later_erasure_deletes_the_extracts_that_may_hold_the_subject_and_lists_them(
     history: History,
 ) -> None:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     made = history["extract"].data
@@ -737,7 +839,7 @@ def test_a_later_erasure_deletes_the_extracts_that_may_hold_the_subject_and_list
     assert manifest["withheld"] == redacted, "route (b)'s purged version brings nothing back"
     assert manifest["route"] == "a"
     assert manifest["rows"] == len(history["asof-before-erase"].data["rows"]) - sum(redacted.values())
-    rows = pq.read_table(Path(again.data["folder"]) / "part-00000.parquet").to_pylist()
+    rows = pq.read_table(pa.BufferReader(history.remade["part-00000.parquet"])).to_pylist()
     assert "redacted:" not in json.dumps(rows, default=str)
 
 
@@ -876,3 +978,48 @@ def test_the_gold_build_reconciles_the_provisional_rows_into_the_four_outcomes(h
     flagged = any(s["flagged"] for s in figures["scopes"])
     assert history["divergence"].code == (4 if flagged else 0)
     assert "streaming against batch" in history["divergence"].data
+
+
+def test_planted_ring_members_are_erased_and_verified_whatever_they_share(history: History) -> None:
+    """Issue 37, under ER v2 (a ring is one entity): erasing a ring member exits 0 and verifies.
+    The member whose own v1 id names the ring: that id is found nowhere afterwards, and the
+    other members keep their rows under one new ``rk-`` id. The member who borrowed another
+    member's id: that id stays theirs, on the same rows."""
+    steps = [f"erase-ring-{k}{s}" for k in ("named", "borrowing") for s in ("-dry-run", "", "-verify")]
+    assert codes(history, "build-silver-er-v2", *steps) == dict.fromkeys(("build-silver-er-v2", *steps), 0), {
+        name: (history[name].stderr[-1500:], json.dumps(history[name].data, default=str)[-3000:])
+        for name in steps
+        if history[name].code
+    }
+    named, borrowing = history.ring["named"], history.ring["borrowing"]
+    after = history.ring["after"]
+
+    dry = history["erase-ring-named-dry-run"].data["places"]["identifiers"]
+    assert dry["shared_entities"] >= 1, "the ring's id is the subject's own: re-keyed in the others' rows"
+    certificate = history["erase-ring-named"].data["certificate"]
+    assert certificate["verification"]["hits"] == []
+    assert history["erase-ring-named-verify"].data["hits"] == []
+    assert "entity_id" in certificate["tables"]["silver.events"]["redacted"]
+    assert after["named"]["subject_rows"] == 0
+    assert after["named"]["rows_under_entity"] == 0, "the old id is gone from Silver"
+    assert after["named"]["daily_under_entity"] == 0, "and from Gold (a shared entity's daily rows go)"
+    assert after["named"]["others_rows"] == named["before"]["others_rows"], "the others' rows stay"
+    new_ids = after["named"]["others_entities"]
+    assert len(new_ids) == 1, new_ids
+    assert new_ids[0].startswith("rk-"), "one new id for the whole rest of the ring"
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(_spark(), history.config)
+    assert files_naming(registry, [named["email"], named["entity"]]) == []
+
+    dry = history["erase-ring-borrowing-dry-run"].data["places"]["identifiers"]
+    assert dry["borrowed_entities"] >= 1, "another member's own id is not the subject's identifier"
+    certificate = history["erase-ring-borrowing"].data["certificate"]
+    assert certificate["verification"]["hits"] == []
+    assert history["erase-ring-borrowing-verify"].data["hits"] == []
+    assert after["borrowing"]["subject_rows"] == 0
+    assert after["borrowing"]["others_rows"] == borrowing["before"]["others_rows"]
+    assert after["borrowing"]["others_entities"] == [borrowing["entity"]], "the borrowed id stays theirs"
+    under = after["borrowing"]["rows_under_entity"]
+    assert borrowing["before"]["others_rows"] <= under < borrowing["before"]["rows_under_entity"]
+    assert files_naming(registry, [borrowing["email"]]) == []

@@ -442,6 +442,32 @@ def test_a_redacting_erasure_keeps_the_rows_and_replaces_only_the_subjects_value
     assert table.history()[-1].metadata["lakehouse.erasure-reason"] == "request 8"
 
 
+def test_an_erasure_deletes_the_subjects_rows_and_rekeys_a_shared_key_in_one_commit(
+    make_table: Any, spark_session: Any
+) -> None:
+    """The erasure of a subject who shares a key (``part`` here) with others: the subject's rows
+    deleted, the shared key re-keyed in the rows that remain, one MERGE, one new version."""
+    table = make_table(PERSONAL_SCHEMA, zone=Zone.SILVER, personal=("who",))
+    table.append(
+        spark_session.createDataFrame(
+            [(1, "a", SUBJECT), (2, "a", "bob@example.org"), (3, "b", "carol@example.org")], PERSONAL_SCHEMA
+        ),
+        run_id="r1",
+    )
+    commits = len(table.history())
+    keys = spark_session.createDataFrame(
+        [([SUBJECT], {"a": "rk-1"})], "who array<string>, rekeys map<string,string>"
+    )
+    own = "array_contains(s.who, t.who)"
+    on = f"({own}) OR map_contains_key(s.rekeys, t.part)"
+    update = {"part": "coalesce(try_element_at(s.rekeys, t.part), t.part)"}
+    table.erase_matching(keys, on, run_id="erase-3", reason="request 9", redact=update, delete_when=own)
+
+    assert rows(table) == [(2, "rk-1", "bob@example.org"), (3, "b", "carol@example.org")]
+    assert len(table.history()) == commits + 1, "one MERGE: no version holds the half-done state"
+    assert table.history()[-1].metadata["lakehouse.erasure-reason"] == "request 9"
+
+
 def test_a_streaming_read_takes_each_append_once_across_restarts_and_skips_an_erasure(
     make_table: Any, spark_session: Any, tmp_path: Any
 ) -> None:

@@ -5,18 +5,20 @@ The steps (``lakehouse erase``):
 
 1. **Find** every identifier of the subject in the retained history
    (:func:`~workloads.compliance.subject.find_subject`).
-2. **Locate** (:func:`locate`): in every table :data:`~workloads.compliance.subject.RULES`
+2. **Locate** (:func:`locate`): in every table :data:`~workloads.compliance.subject.TREATMENTS`
    covers, every retained version and open candidate, the rows and data files that hold the
-   subject; every tag on such a version; every file under the work dir (replay review files)
-   that names an identifier. A dry run stops here and writes nothing.
+   subject (its rows, and other persons' rows under an entity id it shares with them); every
+   tag on such a version; every file under the work dir (replay review files) that names an
+   identifier. A dry run stops here and writes nothing.
 3. **Redact** the work files: each identifier becomes ``redacted:<certificate id>``; then
    **delete the audit extracts** of every table that held the subject
    (:func:`~workloads.compliance.extract.extracts_of`: their pseudonyms cannot be traced to
    the subject, so every extract of such a table goes).
 4. **Erase** the rows from each open candidate and the current version (one MERGE each,
    copy-on-write: the files holding the rows are rewritten without them; Gold correlations
-   are redacted instead, :data:`~workloads.compliance.subject.REDACTIONS`), table by table,
-   Silver last (:func:`erasure_order`);
+   are redacted instead, :data:`~workloads.compliance.subject.REDACTIONS`; an entity id the
+   subject shares with other persons is re-keyed in their rows in the same MERGE), table by
+   table, Silver last (:func:`erasure_order`);
 5. **Purge** each table's history right after its erasure: the old files are made
    physically gone, with exactly the versions that reference them
    (:meth:`lakehouse.tables.Table.purge`). Versions that never held the subject stay readable.
@@ -40,6 +42,7 @@ reports the erasure complete before the verification passed.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import secrets
@@ -58,7 +61,7 @@ from workloads.compliance.holds import open_holds, refuse_if_held
 from workloads.compliance.scan import identifier_digest, scan
 from workloads.compliance.subject import (
     REDACTIONS,
-    RULES,
+    TREATMENTS,
     Subject,
     addresses_of,
     check_entity,
@@ -67,6 +70,7 @@ from workloads.compliance.subject import (
     find_subject,
     key_row,
     refuse_text_naming,
+    rekeys,
     tables_with_rules,
 )
 from workloads.runs import new_run_id, recorded_run
@@ -78,6 +82,9 @@ Progress = Callable[[str], None]
 
 TEXT_SUFFIXES: Final = frozenset({".json", ".jsonl", ".csv", ".txt", ".md", ".yaml", ".yml"})
 """Work files the erasure redacts (review files, extracts); data files belong to tables."""
+
+SECRETS_DIR: Final = ".erasure-secrets"
+"""Under the work dir: one secret per unfinished erasure request (:func:`request_secret`)."""
 
 
 class ErasureIncomplete(DataQualityError):
@@ -211,14 +218,14 @@ def locate(
         versions: dict[int, int] = {}
         files: dict[str, int] = {}
         for version in table.retained_versions():
-            found = table.files_matching(keys, RULES[name], version=version)
+            found = table.files_matching(keys, TREATMENTS[name].match, version=version)
             if found:
                 versions[version] = sum(found.values())
                 files.update(found)
         candidates: dict[str, int] = {}
         for candidate_name in table.list_candidates():
             found = table.files_matching(
-                keys, RULES[name], candidate=table.open_candidate(candidate_name, None)
+                keys, TREATMENTS[name].match, candidate=table.open_candidate(candidate_name, None)
             )
             if found:
                 candidates[candidate_name] = sum(found.values())
@@ -307,8 +314,9 @@ def erase(
     asked = email_key(request.email) if request.email else str(request.entity).strip()
     refuse_if_held(holds, [asked])
     subject = find_subject(registry, email=request.email, entity=request.entity)
-    if holds:
-        refuse_if_held(holds, [*subject.identifiers, *addresses_of(registry, subject.entities)])
+    if holds:  # a shared or borrowed entity's other addresses: their rows are rewritten too
+        entities = [*subject.entities, *subject.borrowed]
+        refuse_if_held(holds, [*subject.identifiers, *subject.borrowed, *addresses_of(registry, entities)])
     refuse_text_naming((("--request", request.request_id), ("--reason", request.reason)), subject.identifiers)
     places = locate(registry, subject, lakehouse_roots(registry, ledger, deliveries), progress)
     workdir = registry.config.workdir_path.resolve()
@@ -324,6 +332,8 @@ def erase(
     salt = attempt.salt
     digests = tuple(sorted(set(_digests(salt, subject)) | set(attempt.digests)))
     subject_key = request.email.strip().lower() if request.email else str(request.entity)
+    request_key = f"{registry.config.instance}\x1f{request.request_id}"  # instances share a work dir
+    secret = request_secret(workdir, request_key)
     with recorded_run(
         ledger,
         run_id=run_id,
@@ -337,20 +347,22 @@ def erase(
             "identifier_digests": list(digests),
         },
     ) as run:
-        work_files = _redact(places.work_files, subject, certificate_id)
+        work_files = _redact(places.work_files, subject, certificate_id, secret)
         ledger.writer.append(
             ErasureProgress(run_id=run_id, certificate_id=certificate_id, work_files=work_files)
         )
         deleted = delete_extracts(extracts, workdir)
         ledger.writer.append(ErasureProgress(run_id=run_id, certificate_id=certificate_id, extracts=deleted))
         _crash(fail_at, ErasureStep.AFTER_WORK_FILES, run_id)
-        keys = key_row(registry.spark, subject, redacted_as(certificate_id)).localCheckpoint()
+        keys = key_row(registry.spark, subject, redacted_as(certificate_id), secret).localCheckpoint()
         reason = f"erasure certificate {certificate_id}: {request.reason}"
         tables: dict[str, ErasedIn] = {}
         for place in erasure_order(places.tables):
             first = not tables
             crash = fail_at if first else None  # only the first table's merge is a crash point
-            tables[place.table] = _erase_table(registry, place, keys, run_id, reason, progress, crash)
+            tables[place.table] = _erase_table(
+                registry, place, keys, bool(subject.shared), run_id, reason, progress, crash
+            )
             ledger.writer.append(
                 ErasureProgress(
                     run_id=run_id,
@@ -393,6 +405,7 @@ def erase(
         completed_at=ledger.writer.clock.now(),
     )
     ledger.writer.append(certificate)
+    forget_request_secret(workdir, request_key)
     log.info(
         "erasure %s certified: %d table(s), %d work file(s), %d extract(s) deleted",
         certificate_id,
@@ -477,6 +490,36 @@ def unfinished_attempt(ledger: Ledger, request_id: str) -> Attempt:
     )
 
 
+def request_secret(workdir: Path, request_key: str) -> str:
+    """The secret that re-keys the subject's shared entity ids and correlation ids for one
+    erasure request (``request_key``: this lakehouse's instance and the request id): drawn by
+    its first run, read again by a rerun after a crash (so every run maps an old id to the same
+    new id), deleted once the certificate is written (:func:`forget_request_secret`). It is
+    never in a table, the ledger or the certificate: nobody can map the subject's ids to the
+    new ones afterwards."""
+    path = _secret_path(workdir, request_key)
+    if path.is_file():
+        return path.read_text(encoding="ascii").strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_hex(32)
+    path.write_text(secret, encoding="ascii")
+    path.chmod(0o600)
+    return secret
+
+
+def forget_request_secret(workdir: Path, request_key: str) -> None:
+    """Delete a completed request's secret (and the folder once no request has one)."""
+    path = _secret_path(workdir, request_key)
+    path.unlink(missing_ok=True)
+    if path.parent.is_dir() and not any(path.parent.iterdir()):
+        path.parent.rmdir()
+
+
+def _secret_path(workdir: Path, request_key: str) -> Path:
+    name = hashlib.sha256(request_key.encode("utf-8")).hexdigest()[:32]
+    return workdir / SECRETS_DIR / name
+
+
 def kept_places(deliveries: Path) -> dict[str, str]:
     """What an erasure leaves alone on purpose, and why (recorded in every certificate)."""
     return {
@@ -492,6 +535,11 @@ def kept_places(deliveries: Path) -> dict[str, str]:
             "device ids, card fingerprints and IP addresses in other subjects' rows stay: they are "
             "those subjects' data too; the subject's own rows are gone with them"
         ),
+        "shared entity ids": (
+            "an entity id of the subject that other persons' rows hold too is re-keyed in those rows "
+            "(one new id in every table, not derivable from the old); another person's own id that a "
+            "resolver also gave the subject stays in that person's rows"
+        ),
     }
 
 
@@ -499,6 +547,7 @@ def _erase_table(
     registry: TableRegistry,
     place: TablePlace,
     keys: object,
+    shared: bool,
     run_id: str,
     reason: str,
     progress: Progress | None,
@@ -510,18 +559,24 @@ def _erase_table(
     table = registry.get(place.table)
     if progress:
         progress(f"erasing from {place.table}")
-    rule, redact = RULES[place.table], REDACTIONS.get(place.table)
+    treatment = TREATMENTS[place.table]
+    # without shared ids, a table whose rows are deleted gets a plain delete (nothing to re-key)
+    redact = treatment.update if shared or place.table in REDACTIONS else None
+    delete = treatment.delete if redact else None
     for name in place.candidates:
         table.erase_matching(
             keys,
-            rule,
+            treatment.match,
             run_id=run_id,
             reason=reason,
             candidate=table.open_candidate(name, None),
             redact=redact,
+            delete_when=delete,
         )
     if place.current_rows:
-        table.erase_matching(keys, rule, run_id=run_id, reason=reason, redact=redact)
+        table.erase_matching(
+            keys, treatment.match, run_id=run_id, reason=reason, redact=redact, delete_when=delete
+        )
     _crash(crash, ErasureStep.AFTER_FIRST_MERGE, run_id)
     doomed = sorted(place.versions)  # the version current before the erasure included
     actions = table.purge(doomed, sorted(place.files), note=reason)
@@ -535,16 +590,25 @@ def _erase_table(
     )
 
 
-def _redact(work_files: Mapping[str, int], subject: Subject, certificate_id: str) -> tuple[str, ...]:
+def _redact(
+    work_files: Mapping[str, int], subject: Subject, certificate_id: str, secret: str
+) -> tuple[str, ...]:
     pattern = _identifier_pattern(subject)
+    replace_match = replacer(subject, certificate_id, secret)
     for name in work_files:
         path = Path(name)
-        path.write_text(
-            pattern.sub(redacted_as(certificate_id), path.read_text(encoding="utf-8")), encoding="utf-8"
-        )
+        path.write_text(pattern.sub(replace_match, path.read_text(encoding="utf-8")), encoding="utf-8")
         # a Hadoop checksum sidecar (Spark-written review parts) would no longer match
         path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
     return tuple(sorted(work_files))
+
+
+def replacer(subject: Subject, certificate_id: str, secret: str) -> Callable[[re.Match[str]], str]:
+    """What an identifier found in a work file becomes: a shared entity id its new id (as in the
+    tables), anything else ``redacted:<certificate>``."""
+    new_ids = {old.lower(): new for old, new in rekeys(secret, subject.shared).items()}
+    redacted = redacted_as(certificate_id)
+    return lambda found: new_ids.get(found.group(0).lower(), redacted)
 
 
 def _digests(salt: str, subject: Subject) -> tuple[str, ...]:

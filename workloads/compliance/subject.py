@@ -16,10 +16,29 @@ turns it into every identifier that belongs to the subject in the whole retained
 table row ``t`` and the one key row ``s`` (:func:`key_row`: arrays of the identifiers).
 Raw text (Bronze lines, quarantined lines, held records, notification payloads) is matched
 token by token, so ``alice@x.com`` never matches ``malice@x.com``.
+
+**Shared keys** (:func:`split_entities`). A resolver version may give one entity id to the
+subject and to other persons (ER v2 merges fraud-ring members who share a card). Such an id
+is either
+
+* **the subject's own** (it derives from the subject's own keys: the id a resolver gives the
+  subject's identities resolved alone, e.g. ER v2 names a merged ring after its smallest v1
+  id, which may be the subject's): it is an identifier of the subject, and in the other
+  persons' rows that remain it is **re-keyed** (:func:`rekeyed_id`: the same new id in every
+  table, from a secret of the request that is never stored with the data); or
+* **borrowed** (it derives from another person's keys: that person's own id, which named the
+  merged entity): it is that person's identifier, not the subject's. The subject's rows under
+  it go; the id stays in the other persons' rows, and the scan does not look for it (a
+  rebuild would derive it again from that person's data).
+
+:data:`TREATMENTS` says, per table, which rows an erasure touches, which of them it deletes
+and what it writes into the others (re-keyed ids, redacted correlation sides).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,13 +71,16 @@ _OWN_EVENT: Final = (
     "OR (t.domain = 'orders' AND array_contains(s.orders, t.event_id))"
 )
 _OWN_ENTITY: Final = "array_contains(s.entities, t.entity_id)"
+_OWN_OR_SHARED_ENTITY: Final = f"{_OWN_ENTITY} OR map_contains_key(s.rekeys, t.entity_id)"
+"""An aggregate over an entity the subject shares sums the subject's events with the others':
+deleted (the next Gold build recomputes it from the others' events), not re-keyed."""
 _EITHER_SIDE: Final = "array_contains(s.entities, t.entity_a) OR array_contains(s.entities, t.entity_b)"
 
 RULES: Final[Mapping[str, str]] = {
     **{table: f"arrays_overlap({_tokens_of('_raw')}, s.tokens)" for table in BRONZE_TABLES},
     TableName.SILVER_EVENTS: _OWN_EVENT,
-    TableName.ENTITY_DAILY: _OWN_ENTITY,
-    TableName.BASELINES: _OWN_ENTITY,
+    TableName.ENTITY_DAILY: _OWN_OR_SHARED_ENTITY,
+    TableName.BASELINES: _OWN_OR_SHARED_ENTITY,
     TableName.CORRELATIONS: _EITHER_SIDE,
     TableName.CORRELATIONS_BY_ENTITY: f"{_OWN_ENTITY} OR {_EITHER_SIDE}",
     TableName.PROVISIONAL_CORRELATIONS: _EITHER_SIDE,
@@ -73,8 +95,32 @@ row). Tables not listed hold nothing about a subject (manifests, acknowledgement
 never hold it (the ledger: the erasure checks it like every other file)."""
 
 
+ENTITY_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
+    TableName.SILVER_EVENTS: ("entity_id",),
+    TableName.CORRELATIONS: ("entity_a", "entity_b"),
+    TableName.CORRELATIONS_BY_ENTITY: ("entity_id", "entity_a", "entity_b"),
+    TableName.PROVISIONAL_CORRELATIONS: ("entity_a", "entity_b"),
+    TableName.TRAINING_SETS: ("entity_id",),
+    TableName.FRAUD_SCORES: ("entity_id",),
+}
+"""The entity-id columns of each table whose rows are one event, one pair or one decision: a
+shared id of the subject is re-keyed in them in the rows that remain (:data:`TREATMENTS`).
+Daily rows and baselines are not listed: a row of a shared entity sums the subject's events
+with the others' and is deleted (:data:`RULES`)."""
+
+
+def rekeyed(column: str) -> str:
+    """SQL: ``t.column`` with a re-keyed id replaced by its new id (``s.rekeys``: old -> new)."""
+    return f"coalesce(try_element_at(s.rekeys, t.{column}), t.{column})"
+
+
+def holds_rekeyed(columns: Sequence[str]) -> str:
+    """SQL: one of ``columns`` of ``t`` holds a re-keyed id (false when there are none)."""
+    return " OR ".join(f"map_contains_key(s.rekeys, t.{c})" for c in columns) or "false"
+
+
 def _replaced(column: str) -> str:
-    return f"CASE WHEN array_contains(s.entities, t.{column}) THEN s.replacement ELSE t.{column} END"
+    return f"CASE WHEN array_contains(s.entities, t.{column}) THEN s.replacement ELSE {rekeyed(column)} END"
 
 
 def _unlinked(column: str) -> str:
@@ -84,7 +130,7 @@ def _unlinked(column: str) -> str:
 _CORRELATION_SIDES: Final = {
     "entity_a": _replaced("entity_a"),
     "entity_b": _replaced("entity_b"),
-    "evidence": "s.replacement",
+    "evidence": f"CASE WHEN {_EITHER_SIDE} THEN s.replacement ELSE t.evidence END",
     "correlation_id": _unlinked("correlation_id"),
     "superseded_by": _unlinked("superseded_by"),
 }
@@ -98,11 +144,85 @@ REDACTIONS: Final[Mapping[str, Mapping[str, str]]] = {
 ``t`` and ``s``). A Gold correlation is a fact about two entities; erasing one of them keeps the
 fact for the other (and for counts over time) with the subject's side and the evidence replaced
 by ``redacted:<certificate>`` (:func:`workloads.vocabulary.redacted_as`); the provisional
-view (``gold.provisional_correlations``) is redacted alike. The correlation id
-(and a successor's, ``superseded_by``) is a digest of the two entity ids anyone who knows the
-subject's address could recompute, so it is re-keyed with a secret drawn for the erasure and
-never stored (``s.secret``): the same mapping in the store and its index, so supersession
-chains stay linked, and no way back. Every other table's matching rows are deleted."""
+view (``gold.provisional_correlations``) is redacted alike. A side that is a shared id of the
+subject (:func:`split_entities`) is re-keyed instead, and the evidence kept: the correlation is
+the other persons'. The correlation id (and a successor's, ``superseded_by``) is a digest of
+the two entity ids anyone who knows the subject's address could recompute, so it is re-keyed
+with the request's secret, never stored with the data (``s.secret``): the same mapping in the
+store and its index, so supersession chains stay linked, and no way back. Every other table's
+matching rows are deleted."""
+
+
+@dataclass(frozen=True)
+class Treatment:
+    """What an erasure does to one table, as SQL over a row ``t`` and the key row ``s``."""
+
+    match: str
+    """The rows it touches (located, rewritten, their old files purged)."""
+    delete: str | None
+    """Of those, the rows it deletes; ``None``: all of them, unless :attr:`update` is given."""
+    update: Mapping[str, str] | None
+    """What the touched rows it keeps get written (column -> SQL); ``None``: nothing kept."""
+
+
+def treatment(table: str) -> Treatment:
+    """The table's :class:`Treatment`: the subject's rows (:data:`RULES`) deleted, or redacted
+    (:data:`REDACTIONS`), and in the other rows a shared id of the subject re-keyed."""
+    own, redact, columns = RULES[table], REDACTIONS.get(table), ENTITY_COLUMNS.get(table, ())
+    match = f"({own}) OR {holds_rekeyed(columns)}" if columns else own
+    if redact is not None:
+        return Treatment(match=match, delete=None, update=redact)
+    if not columns:
+        return Treatment(match=match, delete=None, update=None)
+    return Treatment(match=match, delete=own, update={c: rekeyed(c) for c in columns})
+
+
+TREATMENTS: Final[Mapping[str, Treatment]] = {table: treatment(table) for table in RULES}
+"""Every table :data:`RULES` covers: what an erasure touches, deletes and rewrites in it."""
+
+
+REKEYED_PREFIX: Final = "rk-"
+"""How a re-keyed entity id begins (then :data:`REKEYED_HEX` hex characters)."""
+REKEYED_HEX: Final = 16
+
+
+def rekeyed_id(secret: str, old: str) -> str:
+    """The new id of a re-keyed entity id: an HMAC-SHA256 of the old id under the request's
+    secret, so every table and every rerun of the request maps it alike, and nobody without the
+    secret (never stored with the data) can map the subject's id to it."""
+    digest = hmac.new(secret.encode("utf-8"), old.encode("utf-8"), hashlib.sha256).hexdigest()
+    return f"{REKEYED_PREFIX}{digest[:REKEYED_HEX]}"
+
+
+def rekeys(secret: str, shared: Iterable[str]) -> dict[str, str]:
+    """Old id -> new id for every shared id of the subject (:func:`rekeyed_id`)."""
+    return {old: rekeyed_id(secret, old) for old in sorted(set(shared))}
+
+
+@dataclass(frozen=True)
+class EntitySplit:
+    """The entity ids found for a subject, by what the erasure does with them."""
+
+    own: tuple[str, ...]
+    """The subject's identifiers: its rows under them go, and the scan looks for them."""
+    shared: tuple[str, ...]
+    """Those of :attr:`own` other persons' rows hold too: re-keyed in those rows."""
+    borrowed: tuple[str, ...]
+    """Other persons' own ids a resolver gave the subject too: left in their rows, not sought."""
+
+
+def split_entities(
+    found: Iterable[str], derived: Iterable[str], held_by_others: Iterable[str]
+) -> EntitySplit:
+    """Sort the subject's entity ids (``found``) by ``derived`` (the ids its own keys give:
+    its identities resolved alone, and an id the request named) and ``held_by_others`` (ids
+    on rows that are not the subject's). An id nobody else holds is the subject's whatever
+    made it; a shared id is the subject's (re-keyed) if it derives from the subject's keys,
+    else borrowed."""
+    ids, mine, others = set(found), set(derived), set(held_by_others)
+    borrowed = (ids & others) - mine
+    shared = ids & others & mine
+    return EntitySplit(tuple(sorted(ids - borrowed)), tuple(sorted(shared)), tuple(sorted(borrowed)))
 
 
 @dataclass(frozen=True)
@@ -112,15 +232,31 @@ class Subject:
     emails: tuple[str, ...]
     orders: tuple[str, ...]
     entities: tuple[str, ...]
+    """The subject's own entity ids (:class:`EntitySplit`), shared ones included."""
+    shared: tuple[str, ...] = ()
+    """Those of :attr:`entities` other persons' rows hold too: re-keyed in those rows."""
+    borrowed: tuple[str, ...] = ()
+    """Other persons' ids a resolver gave the subject too: not the subject's identifiers."""
 
     @property
     def identifiers(self) -> tuple[str, ...]:
-        """Everything that must be found nowhere after the erasure."""
+        """Everything that must be found nowhere after the erasure (re-keyed old ids included)."""
         return tuple(sorted({*self.emails, *self.orders, *self.entities}))
+
+    @property
+    def exclusive(self) -> tuple[str, ...]:
+        """The subject's entity ids no other person's rows hold: rows under them are the subject's."""
+        return tuple(sorted(set(self.entities) - set(self.shared)))
 
     def counts(self) -> dict[str, int]:
         """How many identifiers of each kind (what the ledger may record: no values)."""
-        return {"emails": len(self.emails), "orders": len(self.orders), "entities": len(self.entities)}
+        return {
+            "emails": len(self.emails),
+            "orders": len(self.orders),
+            "entities": len(self.entities),
+            "shared_entities": len(self.shared),
+            "borrowed_entities": len(self.borrowed),
+        }
 
     @property
     def empty(self) -> bool:
@@ -220,25 +356,36 @@ def refuse_text_naming(fields: Iterable[tuple[str, str]], identifiers: Iterable[
             )
 
 
-def key_row(spark: SparkSession, subject: Subject, replacement: str = "") -> DataFrame:
-    """The one row :data:`RULES` and :data:`REDACTIONS` join with: the identifiers as arrays
-    (``tokens`` lower-cased, as raw text is cut), what a redacted value becomes
-    (``replacement``) and a fresh secret that re-keys redacted ids (never stored), bound as data."""
+def key_row(
+    spark: SparkSession, subject: Subject, replacement: str = "", secret: str | None = None
+) -> DataFrame:
+    """The one row :data:`TREATMENTS` join with, bound as data (:func:`key_values`)."""
+    return spark.createDataFrame([key_values(subject, replacement, secret)], KEY_SCHEMA)
+
+
+KEY_SCHEMA: Final = (
+    "emails array<string>, orders array<string>, entities array<string>, tokens array<string>, "
+    "rekeys map<string,string>, replacement string, secret string"
+)
+
+
+def key_values(subject: Subject, replacement: str = "", secret: str | None = None) -> tuple[object, ...]:
+    """The key row's values (:data:`KEY_SCHEMA`): the identifiers as arrays (``entities``: the
+    subject's ids no other person holds; ``tokens`` lower-cased, as raw text is cut), the shared
+    ids' new ids (``rekeys``, :func:`rekeys`), what a redacted value becomes (``replacement``)
+    and the secret that re-keys ids (the request's, or a fresh one; never stored with the data)."""
     import secrets
 
-    schema = (
-        "emails array<string>, orders array<string>, entities array<string>, tokens array<string>, "
-        "replacement string, secret string"
-    )
-    row = (
+    key = secret if secret is not None else secrets.token_hex(32)
+    return (
         list(subject.emails),
         list(subject.orders),
-        list(subject.entities),
+        list(subject.exclusive),
         sorted({i.lower() for i in subject.identifiers}),
+        rekeys(key, subject.shared),
         replacement,
-        secrets.token_hex(32),
+        key,
     )
-    return spark.createDataFrame([row], schema)
 
 
 def find_subject(registry: TableRegistry, *, email: str | None = None, entity: str | None = None) -> Subject:
@@ -263,11 +410,17 @@ def find_subject(registry: TableRegistry, *, email: str | None = None, entity: s
         | F.col("order_id").isin(sorted(orders))
         | F.col("event_id").isin(sorted(orders))
     )
+    own = F.coalesce(own, F.lit(False))  # an email-less event of another order is not the subject's
     entities = set(_values(silver.where(own), F.col("entity_id")))
     entities |= _entities_under_every_resolver(silver, emails)
-    if entity:
-        entities.add(entity)
-    subject = Subject(tuple(sorted(emails)), tuple(sorted(orders)), tuple(sorted(entities)))
+    named = {entity} if entity else set()
+    entities |= named
+    others = _values(silver.where(~own & F.col("entity_id").isin(sorted(entities))), F.col("entity_id"))
+    derived = (_entities_under_every_resolver(silver.where(own), emails) | named) if others else set()
+    split = split_entities(entities, derived, others)
+    subject = Subject(
+        tuple(sorted(emails)), tuple(sorted(orders)), split.own, shared=split.shared, borrowed=split.borrowed
+    )
     log.info("subject found: %s", subject.counts())
     return subject
 
@@ -301,7 +454,8 @@ def _every_silver_version(registry: TableRegistry) -> DataFrame | None:
 
 
 def _entities_under_every_resolver(silver: DataFrame, emails: set[str]) -> set[str]:
-    """The id each known resolver version gives the subject's addresses, over today's identities."""
+    """The id each known resolver version gives the subject's addresses, over the identities of
+    ``silver`` (today's; or the subject's own rows alone: the ids its own keys derive)."""
     from pyspark.sql import functions as F
 
     from workloads.engines.entity_resolution import known_versions, resolver_for
