@@ -152,7 +152,9 @@ def subject_identifiers(
     streamed = provisional.where(
         F.col("entity_a").isin(entities or ["-"]) | F.col("entity_b").isin(entities or ["-"])
     )
+    ids = gold.select("correlation_id").unionByName(streamed.select("correlation_id")).distinct()
     return {
+        "correlations": sorted(str(r[0]) for r in ids.collect()),
         "provisional_rows": [str(streamed.count())],
         "emails": [email.strip().lower()],
         "orders": orders,
@@ -660,6 +662,7 @@ def test_a_subject_is_located_erased_and_verified_through_the_cli(history: Histo
     assert found["emails"] == 1
     assert found["orders"] == len(subject["orders"])
     assert found["entities"] >= len(subject["entities"]), "every engine version's ids, the serving ones too"
+    assert found["correlations"] >= len(subject["correlations"]) > 0, "every version's correlation ids"
 
     certificate = history["erase"].data["certificate"]
     assert certificate["verification"]["hits"] == []
@@ -715,7 +718,9 @@ def test_after_the_erasure_no_table_ledger_or_work_file_names_the_subject(histor
     assert after["provisional_rows"] == ["0"], "the provisional view is redacted like the store"
     expected = int(history.subject["silver_total"][0]) - int(history.subject["silver_rows"][0])
     assert int(after["silver_total"][0]) == expected, "every other subject's rows stay"
-    identifiers = {*history.subject["emails"], *history.subject["orders"], *history.subject["entities"]}
+    subject = history.subject
+    assert subject["correlations"], "the subject's correlation ids (a digest of its entity ids)"
+    identifiers = {*subject["emails"], *subject["orders"], *subject["entities"], *subject["correlations"]}
     from lakehouse.tables import TableRegistry
 
     leftovers = files_naming(TableRegistry(_spark(), history.config), identifiers)

@@ -72,6 +72,7 @@ from workloads.compliance.subject import (
     refuse_text_naming,
     rekeys,
     tables_with_rules,
+    unlinked_id,
 )
 from workloads.runs import new_run_id, recorded_run
 from workloads.vocabulary import TableName, redacted_as
@@ -604,9 +605,11 @@ def _redact(
 
 
 def replacer(subject: Subject, certificate_id: str, secret: str) -> Callable[[re.Match[str]], str]:
-    """What an identifier found in a work file becomes: a shared entity id its new id (as in the
-    tables), anything else ``redacted:<certificate>``."""
+    """What an identifier found in a work file becomes: a shared entity id or a correlation id its
+    new id (as in the tables, so a review file still names the rows it reviewed), anything else
+    ``redacted:<certificate>``."""
     new_ids = {old.lower(): new for old, new in rekeys(secret, subject.shared).items()}
+    new_ids |= {old.lower(): unlinked_id(secret, old) for old in subject.correlations}
     redacted = redacted_as(certificate_id)
     return lambda found: new_ids.get(found.group(0).lower(), redacted)
 

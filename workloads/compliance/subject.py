@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Final
 from lakehouse.errors import UsageError
 from lakehouse.frames import union_all
 from lakehouse.identifiers import IDENTIFIER_SEPARATORS
-from lakehouse.tables import TableRegistry
+from lakehouse.tables import Table, TableRegistry
 from workloads.compliance.scan import tokens
 from workloads.vocabulary import BRONZE_TABLES, REDACTED_PREFIX, TableName
 
@@ -124,7 +124,13 @@ def _replaced(column: str) -> str:
 
 
 def _unlinked(column: str) -> str:
-    return f"CASE WHEN t.{column} IS NULL THEN NULL ELSE sha2(concat(t.{column}, s.secret), 256) END"
+    """SQL: ``t.column`` re-keyed (:func:`unlinked_id`) if it is one of the subject's correlation ids."""
+    new = f"sha2(concat(t.{column}, s.secret), 256)"
+    return f"CASE WHEN array_contains(s.correlations, t.{column}) THEN {new} ELSE t.{column} END"
+
+
+_SUCCEEDS_THE_SUBJECTS: Final = "array_contains(s.correlations, t.superseded_by)"
+"""Another pair's row superseded by one of the subject's: its link is re-keyed with the rest."""
 
 
 _CORRELATION_SIDES: Final = {
@@ -147,10 +153,12 @@ by ``redacted:<certificate>`` (:func:`workloads.vocabulary.redacted_as`); the pr
 view (``gold.provisional_correlations``) is redacted alike. A side that is a shared id of the
 subject (:func:`split_entities`) is re-keyed instead, and the evidence kept: the correlation is
 the other persons'. The correlation id (and a successor's, ``superseded_by``) is a digest of
-the two entity ids anyone who knows the subject's address could recompute, so it is re-keyed
-with the request's secret, never stored with the data (``s.secret``): the same mapping in the
-store and its index, so supersession chains stay linked, and no way back. Every other table's
-matching rows are deleted."""
+the two entity ids anyone who knows the subject's address could recompute, so each of the
+subject's correlation ids (:attr:`Subject.correlations`) is re-keyed with the request's secret,
+never stored with the data (``s.secret``, :func:`unlinked_id`) wherever it is: as a row's id, as
+the ``superseded_by`` of another pair's row, in the store, its index, the provisional view and
+the review files. The same mapping everywhere, so supersession chains and reviews stay linked,
+and no way back. Every other table's matching rows are deleted."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,7 @@ def treatment(table: str) -> Treatment:
     own, redact, columns = RULES[table], REDACTIONS.get(table), ENTITY_COLUMNS.get(table, ())
     match = f"({own}) OR {holds_rekeyed(columns)}" if columns else own
     if redact is not None:
+        match = f"{match} OR {_SUCCEEDS_THE_SUBJECTS}" if "superseded_by" in redact else match
         return Treatment(match=match, delete=None, update=redact)
     if not columns:
         return Treatment(match=match, delete=None, update=None)
@@ -192,6 +201,11 @@ def rekeyed_id(secret: str, old: str) -> str:
     secret (never stored with the data) can map the subject's id to it."""
     digest = hmac.new(secret.encode("utf-8"), old.encode("utf-8"), hashlib.sha256).hexdigest()
     return f"{REKEYED_PREFIX}{digest[:REKEYED_HEX]}"
+
+
+def unlinked_id(secret: str, old: str) -> str:
+    """A correlation id's new id (the SQL of :data:`REDACTIONS`: ``sha2(concat(id, secret), 256)``)."""
+    return hashlib.sha256(f"{old}{secret}".encode()).hexdigest()
 
 
 def rekeys(secret: str, shared: Iterable[str]) -> dict[str, str]:
@@ -237,11 +251,15 @@ class Subject:
     """Those of :attr:`entities` other persons' rows hold too: re-keyed in those rows."""
     borrowed: tuple[str, ...] = ()
     """Other persons' ids a resolver gave the subject too: not the subject's identifiers."""
+    correlations: tuple[str, ...] = ()
+    """The ids of every correlation row (any retained version, candidate or view) with a side
+    in :attr:`entities`: a digest of the two entity ids, so anyone who knows one can recompute
+    it. Re-keyed in the tables (:data:`REDACTIONS`) and in work files (review files)."""
 
     @property
     def identifiers(self) -> tuple[str, ...]:
         """Everything that must be found nowhere after the erasure (re-keyed old ids included)."""
-        return tuple(sorted({*self.emails, *self.orders, *self.entities}))
+        return tuple(sorted({*self.emails, *self.orders, *self.entities, *self.correlations}))
 
     @property
     def exclusive(self) -> tuple[str, ...]:
@@ -256,6 +274,7 @@ class Subject:
             "entities": len(self.entities),
             "shared_entities": len(self.shared),
             "borrowed_entities": len(self.borrowed),
+            "correlations": len(self.correlations),
         }
 
     @property
@@ -365,7 +384,7 @@ def key_row(
 
 KEY_SCHEMA: Final = (
     "emails array<string>, orders array<string>, entities array<string>, tokens array<string>, "
-    "rekeys map<string,string>, replacement string, secret string"
+    "rekeys map<string,string>, correlations array<string>, replacement string, secret string"
 )
 
 
@@ -383,6 +402,7 @@ def key_values(subject: Subject, replacement: str = "", secret: str | None = Non
         list(subject.exclusive),
         sorted({i.lower() for i in subject.identifiers}),
         rekeys(key, subject.shared),
+        list(subject.correlations),
         replacement,
         key,
     )
@@ -419,10 +439,37 @@ def find_subject(registry: TableRegistry, *, email: str | None = None, entity: s
     derived = (_entities_under_every_resolver(silver.where(own), emails) | named) if others else set()
     split = split_entities(entities, derived, others)
     subject = Subject(
-        tuple(sorted(emails)), tuple(sorted(orders)), split.own, shared=split.shared, borrowed=split.borrowed
+        tuple(sorted(emails)),
+        tuple(sorted(orders)),
+        split.own,
+        shared=split.shared,
+        borrowed=split.borrowed,
+        correlations=tuple(sorted(correlations_of(registry, split.own))),
     )
     log.info("subject found: %s", subject.counts())
     return subject
+
+
+CORRELATION_TABLES: Final = tuple(REDACTIONS)
+"""The tables that hold correlation rows (their ids, and a successor's in ``superseded_by``)."""
+
+
+def correlations_of(registry: TableRegistry, entities: Sequence[str]) -> set[str]:
+    """The id of every correlation row with a side in ``entities``, in every retained version and
+    open candidate of every table that holds correlations (see :attr:`Subject.correlations`)."""
+    from pyspark.sql import functions as F
+
+    if not entities:
+        return set()
+    found: set[str] = set()
+    sides = F.col("entity_a").isin(list(entities)) | F.col("entity_b").isin(list(entities))
+    for name in CORRELATION_TABLES:
+        if name not in registry.names():
+            continue
+        rows = _every_version(registry.get(name), ["correlation_id", "entity_a", "entity_b"])
+        if rows is not None:
+            found |= set(_values(rows.where(sides), F.col("correlation_id")))
+    return found
 
 
 def addresses_of(registry: TableRegistry, entities: Sequence[str]) -> set[str]:
@@ -442,15 +489,20 @@ def addresses_of(registry: TableRegistry, entities: Sequence[str]) -> set[str]:
 
 def _every_silver_version(registry: TableRegistry) -> DataFrame | None:
     """Silver's rows in every retained version and open candidate (the columns that identify)."""
-    table = registry.get(TableName.SILVER_EVENTS)
+    columns = ["domain", "event_id", "customer_email", "card_fingerprint", "order_id", "entity_id"]
+    rows = _every_version(registry.get(TableName.SILVER_EVENTS), columns)
+    return None if rows is None else rows.localCheckpoint()
+
+
+def _every_version(table: Table, columns: Sequence[str]) -> DataFrame | None:
+    """``columns`` of ``table``'s rows in every retained version and open candidate, distinct."""
     if not table.exists() or table.current_version() is None:
         return None
-    columns = ["domain", "event_id", "customer_email", "card_fingerprint", "order_id", "entity_id"]
     frames = [table.read(v).select(*columns) for v in table.retained_versions()]
     frames += [
         table.read_candidate(table.open_candidate(n, None)).select(*columns) for n in table.list_candidates()
     ]
-    return union_all(frames).distinct().localCheckpoint()
+    return union_all(frames).distinct()
 
 
 def _entities_under_every_resolver(silver: DataFrame, emails: set[str]) -> set[str]:

@@ -30,6 +30,7 @@ from workloads.compliance.subject import (
     rekeyed_id,
     rekeys,
     split_entities,
+    unlinked_id,
 )
 from workloads.vocabulary import TableName
 
@@ -66,6 +67,7 @@ def test_another_persons_own_id_given_to_the_subject_too_is_borrowed_and_not_sou
         "entities": 1,
         "shared_entities": 0,
         "borrowed_entities": 1,
+        "correlations": 0,
     }
 
 
@@ -80,7 +82,10 @@ def test_a_rekeyed_id_is_keyed_by_the_request_secret_deterministic_and_not_the_o
 
 def test_the_key_row_binds_only_exclusive_ids_as_the_subjects_and_maps_the_shared_ones() -> None:
     subject = Subject(("a@x.org",), ("O-1",), (MINE, ALONE), shared=(MINE,), borrowed=(BOBS,))
-    emails, orders, entities, tokens, mapping, replacement, secret = key_values(subject, "redacted:C", "k")
+    emails, orders, entities, tokens, mapping, correlations, replacement, secret = key_values(
+        subject, "redacted:C", "k"
+    )
+    assert correlations == []
     assert (emails, orders, entities) == (["a@x.org"], ["O-1"], [ALONE])
     assert mapping == {MINE: rekeyed_id("k", MINE)}
     assert set(tokens) == {"a@x.org", "o-1", MINE, ALONE}, "text naming a re-keyed old id is the subject's"
@@ -141,6 +146,31 @@ def test_a_work_file_gets_the_new_id_of_a_shared_id_and_redacted_for_the_rest() 
     assert found == f"{rekeyed_id('k', MINE)} redacted:erasure-1 redacted:erasure-1"
 
 
+def test_a_work_file_gets_the_new_id_of_each_of_the_subjects_correlation_ids() -> None:
+    """The same new id as the tables' (``sha2(concat(id, secret), 256)``), so a review file still
+    names the rows it reviewed; a correlation id that is not the subject's stays."""
+    old = "9" * 64
+    subject = Subject(("a@x.org",), (), (ALONE,), correlations=(old,))
+    assert old in subject.identifiers, "the scan looks for it"
+    assert subject.counts()["correlations"] == 1
+    swap = replacer(subject, "erasure-1", "k")
+    found = re.sub(rf"{old}|a@x\.org", swap, f'{{"old_id": "{old}", "new_id": "{"8" * 64}"}}')
+    assert found == f'{{"old_id": "{unlinked_id("k", old)}", "new_id": "{"8" * 64}"}}'
+    assert unlinked_id("k", old) != unlinked_id("k2", old), "keyed by the request's secret"
+
+
+def test_a_correlation_table_rekeys_only_the_subjects_ids_and_the_links_to_them() -> None:
+    for table in REDACTIONS:
+        treatment = TREATMENTS[table]
+        assert "array_contains(s.correlations, t.superseded_by)" in treatment.match, table
+        assert treatment.update is not None
+        for column in ("correlation_id", "superseded_by"):
+            assert treatment.update[column].startswith(
+                f"CASE WHEN array_contains(s.correlations, t.{column})"
+            )
+            assert treatment.update[column].endswith(f"ELSE t.{column} END"), "another pair's id stays"
+
+
 def test_the_request_secret_survives_a_crash_and_is_gone_after_the_certificate(tmp_path: Path) -> None:
     first = request_secret(tmp_path, "i\x1fREQ-1")
     assert request_secret(tmp_path, "i\x1fREQ-1") == first, "a rerun re-keys alike"
@@ -174,7 +204,9 @@ def _after(spark: Any, table: str, schema: str, rows: list[tuple[Any, ...]], sub
     return sorted((tuple(r) for r in kept.collect()), key=repr)
 
 
-RING = Subject(("a@x.org",), ("o-a",), (MINE, ALONE), shared=(MINE,), borrowed=(BOBS,))
+RING = Subject(
+    ("a@x.org",), ("o-a",), (MINE, ALONE), shared=(MINE,), borrowed=(BOBS,), correlations=("c1", "c2", "c3")
+)
 NEW = rekeyed_id("k", MINE)
 
 
@@ -210,10 +242,13 @@ def test_spark_redacts_the_subjects_side_and_rekeys_a_shared_side_of_a_correlati
         ("c1", ALONE, BOBS, "ev1", None),  # about the subject: its side and the evidence redacted
         ("c2", MINE, BOBS, "ev2", "c3"),  # the ring's: its side re-keyed, evidence kept
         ("c4", BOBS, "e1-zz", "ev4", None),  # nobody's concern
+        ("c5", BOBS, "e1-zz", "ev5", "c1"),  # another pair's, superseded by the subject's c1
     ]
     kept = {r[3]: r for r in _after(spark_session, TableName.CORRELATIONS, schema, rows, RING)}
     assert kept["redacted:C"][1:3] == ("redacted:C", BOBS)
+    assert kept["redacted:C"][0] == unlinked_id("k", "c1"), "Spark's re-keyed id is the work files' one"
     assert kept["ev2"][1:3] == (NEW, BOBS)
-    assert kept["ev2"][0] not in ("c2", None), "the id digests the old side: re-keyed"
-    assert kept["ev2"][4] not in ("c3", None)
+    assert kept["ev2"][0] == unlinked_id("k", "c2"), "the id digests the old side: re-keyed"
+    assert kept["ev2"][4] == unlinked_id("k", "c3"), "the chain stays linked"
     assert kept["ev4"] == ("c4", BOBS, "e1-zz", "ev4", None)
+    assert kept["ev5"] == ("c5", BOBS, "e1-zz", "ev5", unlinked_id("k", "c1")), "its link, and only it"
