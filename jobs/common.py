@@ -276,7 +276,8 @@ def add_policies_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policies",
         type=Path,
-        help="policy file (default: policies_file in the configuration, else conf/policies.yaml)",
+        help="policy file (default: policies_file in the configuration, else <workdir>/policies.yaml "
+        "if it exists, else conf/policies.yaml)",
     )
 
 
@@ -285,20 +286,29 @@ def add_engines_argument(parser: argparse.ArgumentParser, help: str = "declared 
     parser.add_argument(
         "--engines",
         type=Path,
-        help=f"{help} (default: engines_file in the configuration, else conf/engines.yaml)",
+        help=f"{help} (default: engines_file in the configuration, else <workdir>/engines.yaml if it "
+        "exists, as after lakehouse demo, else conf/engines.yaml)",
     )
 
 
 def default_files(args: argparse.Namespace, config: LakehouseConfig) -> None:
-    """``--engines`` and ``--policies`` not given: the configuration's files, else the shipped ones."""
+    """``--engines`` and ``--policies`` not given: the configuration's file, else the work dir's
+    (``<workdir>/engines.yaml``, ``<workdir>/policies.yaml``: :meth:`LakehouseConfig.workdir_file`)
+    if it exists, else the shipped one (docs/reference/configuration.md)."""
     if "engines" in vars(args) and args.engines is None:
         from workloads.runs import DEFAULT_ENGINES
 
-        args.engines = config.engines_file or DEFAULT_ENGINES
+        args.engines = _first_of(config.engines_file, config.workdir_file("engines"), DEFAULT_ENGINES)
     if "policies" in vars(args) and args.policies is None:
         from workloads.policies import DEFAULT_POLICY_PATH
 
-        args.policies = config.policies_file or DEFAULT_POLICY_PATH
+        args.policies = _first_of(config.policies_file, config.workdir_file("policies"), DEFAULT_POLICY_PATH)
+
+
+def _first_of(configured: Path | None, in_workdir: Path, shipped: Path) -> Path:
+    if configured is not None:
+        return configured
+    return in_workdir if in_workdir.is_file() else shipped
 
 
 def _fail(output: Output, message: str, exit_code: int, *, debug: bool) -> int:

@@ -161,6 +161,42 @@ def test_the_engines_and_policies_files_come_from_the_configuration_unless_given
     assert_refused_before_spark(result, str(policies), "retention.silver_days")
 
 
+@pytest.mark.parametrize("instance", ["", "dev"])
+def test_a_work_dir_s_own_engines_and_policies_files_are_read_when_no_other_is_named(
+    tmp_path: Path, instance: str
+) -> None:
+    """After ``lakehouse demo`` the work dir holds ``engines.yaml`` (``engines-<instance>.yaml``):
+    later commands on it read it with no flag. ``engines_file`` in the configuration, then
+    ``--engines``, win over it; a work dir without one reads conf/engines.yaml. The same rule
+    for ``policies.yaml``."""
+    workdir = tmp_path / "lake"
+    workdir.mkdir()
+    suffix = f"-{instance}" if instance else ""
+    tampered = tampered_engines(tmp_path)
+    (workdir / f"engines{suffix}.yaml").write_bytes(tampered.read_bytes())
+    env = {**NO_JVM, "LAKEHOUSE__INSTANCE": instance} if instance else NO_JVM
+
+    def listed(*extra: str, environ: dict[str, str] = env) -> int:
+        result = run("engines", "list", "--json", "--workdir", str(workdir), *extra, env=environ)
+        return result.returncode
+
+    assert listed() == 4, "the work dir's file: its tampered fingerprint is found"
+    assert listed("--engines", "conf/engines.yaml") == 0, "the flag wins"
+    assert listed(environ={**env, "LAKEHOUSE__ENGINES_FILE": "conf/engines.yaml"}) == 0, (
+        "the configuration wins"
+    )
+    other = "other" if instance else "dev"
+    assert listed(environ={**NO_JVM, "LAKEHOUSE__INSTANCE": other}) == 0, (
+        "another instance's file is not read"
+    )
+
+    shipped = (REPO / "conf" / "policies.yaml").read_text(encoding="utf-8")
+    policies = workdir / f"policies{suffix}.yaml"
+    policies.write_text(shipped.replace("  silver_days: 2555", "  silver_days: -1"), encoding="utf-8")
+    result = run("maintain", "--workdir", str(workdir), env=env)
+    assert_refused_before_spark(result, str(policies), "retention.silver_days")
+
+
 def test_an_invalid_plan_is_refused_with_the_key_before_spark_starts(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     shipped = (REPO / "conf" / "plans" / "er-v2-recorrelation.yaml").read_text(encoding="utf-8")
