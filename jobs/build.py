@@ -6,50 +6,64 @@ import argparse
 import sys
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument
+from jobs.common import (
+    Action,
+    Context,
+    EngineRelease,
+    Outcome,
+    add_engine_argument,
+    add_engines_argument,
+    add_policies_argument,
+)
+
+if TYPE_CHECKING:
+    from ledger.engines import EngineCatalog
 
 NAME = "build"
 HELP = "build Silver (canonical, deduplicated, entity-resolved) or Gold (features, baselines, correlations)"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("zone", choices=["silver", "gold"])
-    parser.add_argument("--since", type=date.fromisoformat, help="silver: first event date to rebuild")
-    parser.add_argument("--until", type=date.fromisoformat, help="silver: event date to stop before")
-    parser.add_argument("--full", action="store_true", help="gold: recompute everything, not only changes")
+def add_engine_pins_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--engine NAME@VERSION`` (repeatable) into ``args.pins``: the releases a run takes instead
+    of the ones in force; shared by ``build`` and ``stream`` so both pin the same way."""
+    add_engine_argument(parser, help_text, dest="pins", action="append", default=[])
+
+
+def _shared(parser: argparse.ArgumentParser) -> None:
     add_policies_argument(parser)
     add_engines_argument(parser)
     add_engine_pins_argument(
         parser,
-        "run this declared version instead of the one in force (repeatable; recorded with the "
-        "rule's own choice), e.g. entity_resolution@1 to start a fresh lakehouse under v1",
+        "run it instead of the version in force (repeatable; recorded with the rule's own choice), "
+        "e.g. entity_resolution@1 to start a fresh lakehouse under v1",
     )
 
 
-def add_engine_pins_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """``--engine NAME@VERSION`` (repeatable) into ``args.pins``: the versions a run takes instead
-    of the ones in force; shared by ``build`` and ``stream`` so both pin the same way."""
+def _silver_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--engine",
-        dest="pins",
-        action="append",
-        type=engine_pin,
-        default=[],
-        metavar="NAME@VERSION",
-        help=help_text,
+        "--since", type=date.fromisoformat, metavar="YYYY-MM-DD", help="first event date to rebuild"
     )
+    parser.add_argument(
+        "--until", type=date.fromisoformat, metavar="YYYY-MM-DD", help="event date to stop before"
+    )
+    _shared(parser)
 
 
-def engine_pin(text: str) -> tuple[str, int]:
-    """``name@version`` -> (name, version); argparse turns the error into exit 2."""
-    name, sep, version = text.partition("@")
-    if not (name and sep and version.isdigit()):
-        raise argparse.ArgumentTypeError(f"expected NAME@VERSION (e.g. entity_resolution@1), got {text!r}")
-    return name, int(version)
+def _gold_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--full", action="store_true", help="recompute everything, not only changes")
+    _shared(parser)
+
+
+def pinned_versions(catalog: EngineCatalog, pins: list[EngineRelease]) -> dict[str, int]:
+    """``--engine`` pins checked against the engines file before a JVM starts: name -> version."""
+    from jobs.common import resolve_release
+
+    return {pin.name: resolve_release(catalog, pin).version for pin in pins}
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
@@ -62,8 +76,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.silver.lateness import load_lateness_policy
 
     catalog = load_engines(args.engines)  # a bad file or pin: exit 2, before Spark
-    pinned = {name: catalog.resolve(name, version).version for name, version in args.pins}
-    if args.zone == "silver":
+    pinned = pinned_versions(catalog, args.pins)
+    if args.action == "silver":
         if args.since and args.until and args.since >= args.until:
             raise UsageError(f"--since {args.since} must be before --until {args.until}")
         lateness = load_lateness_policy(args.policies)  # a bad file: exit 2, before Spark
@@ -93,6 +107,20 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         streaming=streaming,
     )
     return Outcome(data=gold, lines=render_gold(gold))
+
+
+ACTIONS = {
+    "silver": Action(
+        "Silver from pinned Bronze: canonical, deduplicated, entity-resolved, behind its quality gate",
+        _silver_arguments,
+        run,
+    ),
+    "gold": Action(
+        "Gold from pinned Silver: daily features, baselines, correlations, behind its quality gate",
+        _gold_arguments,
+        run,
+    ),
+}
 
 
 if __name__ == "__main__":

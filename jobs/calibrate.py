@@ -17,21 +17,22 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.build import engine_pin
-from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument, add_renamed_argument
+from jobs.common import (
+    Context,
+    Outcome,
+    add_engine_argument,
+    add_engines_argument,
+    add_policies_argument,
+    add_renamed_argument,
+    resolve_release,
+)
 
 NAME = "calibrate"
 HELP = "measure an engine release's confidence against later outcomes per scope; fit and register calibrators"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--engine",
-        required=True,
-        type=engine_pin,
-        metavar="NAME@VERSION",
-        help="the declared release whose decisions to judge, e.g. correlation@1",
-    )
+    add_engine_argument(parser, "the declared release whose decisions to judge", required=True)
     parser.add_argument("--scope", help="one correlation type only (default: every type, each its own scope)")
     add_renamed_argument(
         parser, "--since", "--from", dest="since", type=date.fromisoformat, help="first valid_from date"
@@ -83,9 +84,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.ml.tracking import check_reachable, tracking_for
     from workloads.policies import load_calibration_policy
 
-    name, version = args.engine
     catalog = load_engines(args.engines)
-    spec = catalog.resolve(name, version)
+    spec = resolve_release(catalog, args.engine)
     decided = "gold.correlations"
     if not any(p.split(":")[0] == decided for p in spec.produces):
         raise UsageError(

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
-from jobs.common import GLOBAL_OPTIONS_WITH_A_VALUE, add_common_arguments, execute
+from jobs.common import GLOBAL_OPTIONS_WITH_A_VALUE, Action, add_common_arguments, deprecation, execute
 from jobs.output import output_for
 from lakehouse.errors import EXIT_CODE_MEANINGS, ExitCode
 
@@ -33,7 +33,7 @@ COMMANDS: dict[str, str] = {
     "progress": "jobs.source_progress",
     "stream": "jobs.stream",
     "divergence": "jobs.divergence",
-    "verify": "jobs.verify",
+    "verify-publication": "jobs.verify",
     "erase": "jobs.erase",
     "hold": "jobs.hold",
     "exceptions": "jobs.exceptions",
@@ -44,7 +44,7 @@ COMMANDS: dict[str, str] = {
     "train": "jobs.train",
     "score": "jobs.score",
     "calibrate": "jobs.calibrate",
-    "calibration": "jobs.calibration",
+    "calibration-at": "jobs.calibration",
     "reindex": "jobs.reindex",
     "reconcile": "jobs.reconcile",
     "ledger": "jobs.ledger_job",
@@ -52,7 +52,15 @@ COMMANDS: dict[str, str] = {
     "submit-args": "jobs.submit_args",
     "jars": "jobs.jars",
 }
-"""Command name -> module. Each module defines NAME, HELP, add_arguments(parser), run(args, ctx)."""
+"""Command name -> module. Each module defines NAME, HELP, and either add_arguments(parser) and
+run(args, ctx), or ACTIONS (name -> :class:`~jobs.common.Action`): one subcommand each."""
+
+RENAMED: dict[str, str] = {
+    "calibration": "calibration-at",
+    "verify": "verify-publication",
+}
+"""Old command name -> new: the old one still works for one release, with a deprecation line
+on stderr (as ``--as-of`` and ``--from`` do); neither ``--help`` nor the reference lists it."""
 
 
 def _load(module_name: str) -> ModuleType:
@@ -147,10 +155,31 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             continue
         module = _load(module_name)
         command = sub.add_parser(name, help=module.HELP, description=module.HELP, allow_abbrev=False)
-        add_common_arguments(command, defaults=False)
-        module.add_arguments(command)
-        command.set_defaults(handler=module.run)
+        _add_command(command, module)
+    if only in RENAMED:  # the old name, listed nowhere (no help=: argparse shows no line for it)
+        new = RENAMED[only]
+        module = _load(COMMANDS[new])
+        command = sub.add_parser(only, description=module.HELP, allow_abbrev=False)
+        _add_command(command, module)
+        command.set_defaults(deprecations=[deprecation(f"lakehouse {only}", f"lakehouse {new}")])
     return parser
+
+
+def _add_command(command: argparse.ArgumentParser, module: ModuleType) -> None:
+    """A command's options, or its sub-actions as subcommands (each with its own options and
+    help); the global options are taken at every level."""
+    add_common_arguments(command, defaults=False)
+    actions: dict[str, Action] | None = getattr(module, "ACTIONS", None)
+    if actions is None:
+        module.add_arguments(command)
+        command.set_defaults(handler=module.run, command_prog=command.prog)
+        return
+    nested = command.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, action in actions.items():
+        leaf = nested.add_parser(name, help=action.help, description=action.help, allow_abbrev=False)
+        add_common_arguments(leaf, defaults=False)
+        action.add_arguments(leaf)
+        leaf.set_defaults(handler=action.run, command_prog=leaf.prog)
 
 
 def command_in(args_list: Sequence[str]) -> str | None:
@@ -168,9 +197,12 @@ def command_in(args_list: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     chosen = command_in(args_list)
-    parser = build_parser(only=chosen if chosen in COMMANDS else None)
+    parser = build_parser(only=chosen if chosen in COMMANDS or chosen in RENAMED else None)
     try:
-        args = parser.parse_args(args_list)
+        args, extra = parser.parse_known_args(args_list)
+        if extra:  # named with the (sub)command that refused them, and its --help
+            prog = getattr(args, "command_prog", parser.prog)
+            raise ArgumentsRefused(f"{prog}: unrecognized arguments: {' '.join(extra)} (see {prog} --help)")
         if args.verbose and args.quiet:
             raise ArgumentsRefused("lakehouse: --verbose and --quiet: choose one")
     except ArgumentsRefused as exc:

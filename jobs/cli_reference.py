@@ -2,8 +2,9 @@
 
 ``python -m jobs.cli_reference`` rewrites the page; ``--check`` exits 1 when the committed
 page differs from what the parser gives. The page is the ``--help`` of every command, in
-the order of :data:`jobs.cli.COMMANDS`, at a fixed width, so the same parser always gives
-the same bytes. ``tests/test_docs.py`` fails when the two disagree.
+the order of :data:`jobs.cli.COMMANDS` (a command's sub-actions after it), at a fixed width,
+so the same parser always gives the same bytes. ``tests/test_docs.py`` fails when the two
+disagree.
 """
 
 from __future__ import annotations
@@ -55,7 +56,18 @@ def render() -> str:
         command = subparsers.choices[name]
         _fixed_width(command)
         parts.append(f"\n## {name}\n\n```text\n{command.format_help().rstrip()}\n```\n")
+        for action, leaf in _actions(command).items():  # a command's sub-actions, each its own help
+            _fixed_width(leaf)
+            parts.append(f"\n### {name} {action}\n\n```text\n{leaf.format_help().rstrip()}\n```\n")
     return "".join(parts)
+
+
+def _actions(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommands of a command with sub-actions (``engines list``...), in order; else none."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from datetime import date
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -30,10 +32,13 @@ if TYPE_CHECKING:
 
     from lakehouse.tables import TableRegistry
     from ledger import Clock, Ledger
+    from ledger.engines import EngineCatalog, EngineSpec
 
 __all__ = [
+    "Action",
     "Block",
     "Context",
+    "EngineRelease",
     "Outcome",
     "TableView",
     "add_common_arguments",
@@ -205,8 +210,13 @@ class _OldSpelling(argparse.Action):
     ) -> None:
         setattr(namespace, self.dest, values)
         notes = [*getattr(namespace, "deprecations", ())]
-        notes.append(f"{option} is deprecated: use {self.new} (the old spelling goes in the next release)")
+        notes.append(deprecation(str(option), self.new))
         namespace.deprecations = notes
+
+
+def deprecation(old: str, new: str) -> str:
+    """The one line a deprecated spelling (an option's, a command's) writes on stderr."""
+    return f"{old} is deprecated: use {new} (the old spelling goes in the next release)"
 
 
 def add_renamed_argument(parser: argparse.ArgumentParser, new: str, old: str, **kwargs: Any) -> None:
@@ -230,6 +240,17 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 Handler = Callable[[argparse.Namespace, Context], Outcome]
+
+
+@dataclass(frozen=True)
+class Action:
+    """One sub-action of a command (``lakehouse engines declare``): a subcommand of its own,
+    with its help, its options and its handler. A command module with sub-actions defines
+    ``ACTIONS: dict[str, Action]`` instead of ``add_arguments`` and ``run``."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Handler
 
 
 def execute(handler: Handler, args: argparse.Namespace) -> int:
@@ -276,7 +297,8 @@ def add_policies_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policies",
         type=Path,
-        help="policy file (default: policies_file in the configuration, else conf/policies.yaml)",
+        help="policy file (default: policies_file in the configuration, else <workdir>/policies.yaml "
+        "if it exists, else conf/policies.yaml)",
     )
 
 
@@ -285,20 +307,111 @@ def add_engines_argument(parser: argparse.ArgumentParser, help: str = "declared 
     parser.add_argument(
         "--engines",
         type=Path,
-        help=f"{help} (default: engines_file in the configuration, else conf/engines.yaml)",
+        help=f"{help} (default: engines_file in the configuration, else <workdir>/engines.yaml if it "
+        "exists, as after lakehouse demo, else conf/engines.yaml)",
     )
 
 
 def default_files(args: argparse.Namespace, config: LakehouseConfig) -> None:
-    """``--engines`` and ``--policies`` not given: the configuration's files, else the shipped ones."""
+    """``--engines`` and ``--policies`` not given: the configuration's file, else the work dir's
+    (``<workdir>/engines.yaml``, ``<workdir>/policies.yaml``: :meth:`LakehouseConfig.workdir_file`)
+    if it exists, else the shipped one (docs/reference/configuration.md)."""
     if "engines" in vars(args) and args.engines is None:
         from workloads.runs import DEFAULT_ENGINES
 
-        args.engines = config.engines_file or DEFAULT_ENGINES
+        args.engines = _first_of(config.engines_file, config.workdir_file("engines"), DEFAULT_ENGINES)
     if "policies" in vars(args) and args.policies is None:
         from workloads.policies import DEFAULT_POLICY_PATH
 
-        args.policies = config.policies_file or DEFAULT_POLICY_PATH
+        args.policies = _first_of(config.policies_file, config.workdir_file("policies"), DEFAULT_POLICY_PATH)
+
+
+def _first_of(configured: Path | None, in_workdir: Path, shipped: Path) -> Path:
+    if configured is not None:
+        return configured
+    return in_workdir if in_workdir.is_file() else shipped
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1 (argparse refuses anything else: exit 2, naming the flag)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+TRAINING_SET_ID = re.compile(r"training-set-\d{8}T\d{12}Z-[0-9a-f]{8}")
+"""A training set's id: the run id ``lakehouse training-set`` printed (workloads.runs.new_run_id)."""
+
+
+def training_set_id(text: str) -> str:
+    """``--training-set ID``, checked for its shape before Spark reads gold.training_sets."""
+    if not TRAINING_SET_ID.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a training set id (training-set-<UTC time>-<8 hex>, as training-set prints)"
+        )
+    return text
+
+
+@dataclass(frozen=True)
+class EngineRelease:
+    """``--engine``'s value, one meaning everywhere: an engine release ``NAME@VERSION``; where a
+    command allows it, ``NAME`` alone (``version`` None) means the version in force."""
+
+    name: str
+    version: int | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.version is None else f"{self.name}@{self.version}"
+
+
+ENGINE_MEANING = "an engine release, NAME@VERSION (e.g. correlation@1)"
+"""How every command's help begins ``--engine``'s (docs/concepts.md, glossary: engine release)."""
+
+
+def engine_release(text: str, *, name_alone: bool = False) -> EngineRelease:
+    """``NAME@VERSION`` (or ``NAME``, where ``name_alone``) -> :class:`EngineRelease`; argparse
+    refuses a malformed value (exit 2, one line naming ``--engine``). Whether the release is
+    declared is checked against the engines file by :func:`resolve_release`."""
+    name, sep, version = text.partition("@")
+    if not name.isidentifier() or (sep and not (version.isdigit() and int(version) >= 1)):
+        expected = "NAME@VERSION or NAME" if name_alone else "NAME@VERSION"
+        raise argparse.ArgumentTypeError(f"expected {expected} (e.g. entity_resolution@1), got {text!r}")
+    if not sep and not name_alone:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME@VERSION (e.g. {name}@1), got {text!r}: this command runs one declared release"
+        )
+    return EngineRelease(name, int(version) if sep else None)
+
+
+def add_engine_argument(
+    parser: argparse.ArgumentParser, help: str, *, name_alone: str | None = None, **kwargs: Any
+) -> None:
+    """``--engine``: :data:`ENGINE_MEANING`, then ``name_alone`` (what NAME alone means for this
+    command; None: NAME@VERSION is required), then the command's ``help``."""
+    alone = f"; NAME alone: {name_alone}" if name_alone else ""
+    kwargs.setdefault("metavar", "NAME@VERSION" if name_alone is None else "NAME[@VERSION]")
+    parser.add_argument(
+        "--engine",
+        type=partial(engine_release, name_alone=name_alone is not None),
+        help=f"{ENGINE_MEANING}{alone}: {help}",
+        **kwargs,
+    )
+
+
+def resolve_release(
+    catalog: EngineCatalog, release: EngineRelease, *, at: date | None = None, name_alone: bool = False
+) -> EngineSpec:
+    """The declared version ``--engine`` names (NAME alone: the newest effective at ``at``, where
+    ``name_alone``), checked against the engines file before a JVM starts: exit 2, one line
+    naming ``--engine``."""
+    from lakehouse.errors import UnknownEngineError, UsageError
+
+    if release.version is None and not name_alone:
+        raise UsageError(f"--engine {release}: expected NAME@VERSION (e.g. {release}@1)")
+    try:
+        return catalog.resolve(release.name, release.version, at=at if release.version is None else None)
+    except UnknownEngineError as exc:
+        raise UnknownEngineError(f"--engine {release}: {exc}") from None
 
 
 def _fail(output: Output, message: str, exit_code: int, *, debug: bool) -> int:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Block, Context, Outcome, TableView
+from jobs.common import Block, Context, Outcome, TableView, positive_int
 from jobs.output import plain
 from lakehouse.catalog import redact_uri
 
@@ -31,8 +31,12 @@ HELP = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--entities", type=int, default=200, help="persons in the generated history")
-    parser.add_argument("--months", type=int, default=6, help="months of generated history")
+    parser.add_argument(
+        "--entities", type=positive_int, default=200, help="persons in the generated history (default 200)"
+    )
+    parser.add_argument(
+        "--months", type=positive_int, default=6, help="months of generated history (default 6)"
+    )
     parser.add_argument(
         "--no-restate",
         action="store_true",

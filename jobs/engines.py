@@ -24,7 +24,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, add_engines_argument, table_lines
+from jobs.common import Action, Context, Outcome, add_engines_argument, table_lines
 from lakehouse.errors import ExitCode
 
 NAME = "engines"
@@ -32,26 +32,38 @@ HELP = (
     "list or check declared engine versions (does their code still match?), print or fill "
     "code fingerprints, or declare a new version"
 )
-ACTIONS = ("list", "check", "fingerprint", "fill", "declare")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=ACTIONS)
+def _engines_file(parser: argparse.ArgumentParser) -> None:
     add_engines_argument(parser, "engines file")
-    parser.add_argument("--name", help="declare: the engine (e.g. correlation)")
+
+
+def _implementation(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--implementation", required=True, metavar="MODULE:FUNCTION", help=help)
+
+
+def _fingerprint_arguments(parser: argparse.ArgumentParser) -> None:
+    _implementation(parser, "package.module:function of the engine's code")
+
+
+def _declare_arguments(parser: argparse.ArgumentParser) -> None:
+    _engines_file(parser)
+    parser.add_argument("--name", required=True, help="the engine (e.g. correlation)")
+    _implementation(parser, "package.module:function of the new version's code")
     parser.add_argument(
-        "--implementation", help="declare, fingerprint: package.module:function of the engine's code"
+        "--effective-from",
+        required=True,
+        type=date.fromisoformat,
+        metavar="YYYY-MM-DD",
+        help="first date it decides",
     )
-    parser.add_argument(
-        "--effective-from", type=date.fromisoformat, help="declare: first date it decides (YYYY-MM-DD)"
-    )
-    parser.add_argument("--description", help="declare: what changed, in a sentence or two")
+    parser.add_argument("--description", required=True, help="what changed, in a sentence or two")
     parser.add_argument(
         "--param",
         action="append",
         default=[],
         metavar="KEY=JSON",
-        help="declare: a parameter, value as JSON (repeatable), e.g. --param max_entities_per_asset=50",
+        help="a parameter, value as JSON (repeatable), e.g. --param max_entities_per_asset=50",
     )
 
 
@@ -69,17 +81,6 @@ def parse_parameters(items: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             parameters[key.strip()] = text
     return parameters
-
-
-def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    handlers = {
-        "list": _list,
-        "check": _check,
-        "fingerprint": _fingerprint,
-        "fill": _fill,
-        "declare": _declare,
-    }
-    return handlers[args.action](args, ctx)
 
 
 def _list(args: argparse.Namespace, ctx: Context) -> Outcome:
@@ -123,11 +124,8 @@ def _check(args: argparse.Namespace, ctx: Context) -> Outcome:
 
 
 def _fingerprint(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from lakehouse.errors import UsageError
     from ledger.engines import fingerprint
 
-    if not args.implementation:
-        raise UsageError("engines fingerprint needs --implementation package.module:function")
     value = fingerprint(args.implementation)
     return Outcome(data={"implementation": args.implementation, "fingerprint": value}, lines=[value])
 
@@ -141,21 +139,9 @@ def _fill(args: argparse.Namespace, ctx: Context) -> Outcome:
 
 
 def _declare(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from lakehouse.errors import UsageError
     from ledger.engines import declare
 
-    missing = [
-        flag
-        for flag, value in (
-            ("--name", args.name),
-            ("--implementation", args.implementation),
-            ("--effective-from", args.effective_from),
-            ("--description", args.description),
-        )
-        if not value
-    ]
-    if missing:
-        raise UsageError(f"engines declare needs {', '.join(missing)}")
+    check_declaration(args)
     entry = declare(
         args.engines,
         name=args.name,
@@ -170,6 +156,49 @@ def _declare(args: argparse.Namespace, ctx: Context) -> Outcome:
         data=entry.model_dump(mode="json"),
         lines=[f"declared {ref} in {args.engines} (fingerprint {entry.engine.code_fingerprint[:12]})"],
     )
+
+
+def check_declaration(args: argparse.Namespace) -> None:
+    """Refuse, before the engines file is written and Spark starts (the ledger), what can be
+    refused from the arguments alone: one line naming the flag, exit 2."""
+    from lakehouse.errors import UsageError
+    from ledger.engines.catalog import IMPLEMENTATION_PATTERN
+
+    if not args.name.isidentifier():
+        raise UsageError(
+            f"--name {args.name!r}: an engine's name is a plain identifier (letters, digits, '_')"
+        )
+    if not IMPLEMENTATION_PATTERN.match(args.implementation):
+        raise UsageError(f"--implementation {args.implementation!r}: expected package.module:function")
+    if not args.description.strip():
+        raise UsageError("--description is empty: say what changed")
+    parse_parameters(args.param)
+
+
+ACTIONS = {
+    "list": Action(
+        "every declared version, and whether its code still matches its fingerprint (exit 4 if not)",
+        _engines_file,
+        _list,
+    ),
+    "check": Action(
+        "verify every declared version's code against its fingerprint, one line each (exit 4 if any changed)",
+        _engines_file,
+        _check,
+    ),
+    "fingerprint": Action(
+        "print the code fingerprint of an implementation", _fingerprint_arguments, _fingerprint
+    ),
+    "fill": Action(
+        "replace every 'pending' fingerprint in the engines file with the code's", _engines_file, _fill
+    ),
+    "declare": Action(
+        "append the next version of an engine to the engines file (fingerprint computed from the code, "
+        "comments kept) and record it in the ledger (starts Spark, for the ledger)",
+        _declare_arguments,
+        _declare,
+    ),
+}
 
 
 if __name__ == "__main__":

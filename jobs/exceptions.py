@@ -14,6 +14,7 @@ already decided exception is refused before anything is written (one line, exit 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, TableView, add_policies_argument
+from jobs.common import Action, Context, Outcome, TableView, add_policies_argument
 from lakehouse.errors import UsageError
 from workloads.vocabulary import ExceptionStatus
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 NAME = "exceptions"
 HELP = "list the held late facts in ops.exceptions, or approve (into Silver as an adjustment) or reject one"
-ACTIONS = ("list", "approve", "reject")
 COLUMNS = (
     "exception_id",
     "domain",
@@ -44,17 +44,29 @@ COLUMNS = (
 )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=ACTIONS)
+def _list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "exception_id", nargs="?", metavar="EXCEPTION_ID", help="approve, reject: the id (exc-...) from list"
+        "--status", choices=[str(s) for s in ExceptionStatus], help="only exceptions with this status"
     )
-    parser.add_argument(
-        "--status", choices=[str(s) for s in ExceptionStatus], help="list: only exceptions with this status"
-    )
-    parser.add_argument("--by", help="approve, reject: who decides (recorded)")
-    parser.add_argument("--reason", help="why (required to reject; recorded on the exception's row)")
+
+
+def _decision_arguments(parser: argparse.ArgumentParser, reason: str) -> None:
+    parser.add_argument("exception_id", metavar="EXCEPTION_ID", help="the id (exc-...) from exceptions list")
+    parser.add_argument("--by", help="who decides (required; recorded)")
+    parser.add_argument("--reason", help=reason)
     add_policies_argument(parser)
+
+
+def _approve_arguments(parser: argparse.ArgumentParser) -> None:
+    _decision_arguments(parser, "why (recorded on the exception's row)")
+
+
+def _reject_arguments(parser: argparse.ArgumentParser) -> None:
+    _decision_arguments(parser, "why (required; recorded on the exception's row)")
+
+
+EXCEPTION_ID = re.compile(r"exc-[0-9a-f]{16}")
+"""An exception's id: ``exc-`` and 16 hex digits of its Bronze line (workloads/silver/exceptions.py)."""
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -62,13 +74,14 @@ def check_arguments(args: argparse.Namespace) -> None:
     from workloads.silver.exceptions import check_decision
 
     if args.action == "list":
-        if args.exception_id is not None or args.by is not None or args.reason is not None:
-            raise UsageError("exceptions list takes only --status (EXCEPTION_ID, --by and --reason decide)")
         return
-    if args.status is not None:
-        raise UsageError(f"--status: only for exceptions list, not {args.action}")
     if not args.exception_id:
         raise UsageError(f"EXCEPTION_ID: exceptions {args.action} needs the id of one exception (exc-...)")
+    if not EXCEPTION_ID.fullmatch(args.exception_id):
+        raise UsageError(
+            f"EXCEPTION_ID {args.exception_id!r} is not an exception id (exc- and 16 hex digits, "
+            "from lakehouse exceptions list)"
+        )
     if args.by is None:
         raise UsageError(f"--by: exceptions {args.action} needs the name of who decides")
     decision = ExceptionStatus.APPROVED if args.action == "approve" else ExceptionStatus.REJECTED
@@ -76,10 +89,15 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
+    """Either sub-action, as ``lakehouse exceptions ACTION`` runs it: arguments checked, then the
+    work dir, before Spark starts."""
     check_arguments(args)
-    if args.action == "list":
-        return _list(args, ctx)
-    return _decide(args, ctx)
+    if args.action != "list":
+        from workloads.silver.lateness import load_lateness_policy
+
+        load_lateness_policy(args.policies)  # a bad file: exit 2, before Spark
+    ctx.require_lakehouse()
+    return _list(args, ctx) if args.action == "list" else _decide(args, ctx)
 
 
 def queue_row(fact: HeldFact) -> dict[str, object]:
@@ -141,6 +159,18 @@ def _decide(args: argparse.Namespace, ctx: Context) -> Outcome:
         gate=gate,
     )
     return Outcome(data=result, lines=[decision_line(result)])
+
+
+ACTIONS = {
+    "list": Action("the queue of held late facts (or those of one status)", _list_arguments, run),
+    "approve": Action(
+        "the fact enters Silver as an adjustment accounted on today's (UTC) date, in a recorded run "
+        "that names the approver",
+        _approve_arguments,
+        run,
+    ),
+    "reject": Action("the fact stays out of Silver, with the reason on its row", _reject_arguments, run),
+}
 
 
 if __name__ == "__main__":

@@ -19,24 +19,27 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, TableView
-from lakehouse.errors import UsageError
+from jobs.common import Action, Context, Outcome, TableView
 
 NAME = "hold"
 HELP = "place, release or list legal holds on data subjects (a held subject cannot be erased)"
-ACTIONS = ("add", "release", "list")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=ACTIONS)
-    parser.add_argument(
-        "hold_id", nargs="?", metavar="HOLD", help="add, release: the hold's id (your case number)"
-    )
-    subject = parser.add_mutually_exclusive_group()
-    subject.add_argument("--subject-email", metavar="ADDRESS", help="add: the subject's email address")
-    subject.add_argument("--entity", metavar="ID", help="add: an entity id of the subject")
-    parser.add_argument("--by", help="add, release: who decides (recorded)")
-    parser.add_argument("--reason", help="add, release: why (recorded)")
+def _decision_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("hold_id", metavar="HOLD", help="the hold's id (your case number)")
+    parser.add_argument("--by", help="who decides (required; recorded)")
+    parser.add_argument("--reason", help="why (required; recorded)")
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    _decision_arguments(parser)
+    subject = parser.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--subject-email", metavar="ADDRESS", help="the subject's email address")
+    subject.add_argument("--entity", metavar="ID", help="an entity id of the subject")
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    del parser  # the common flags only
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -44,31 +47,48 @@ def check_arguments(args: argparse.Namespace) -> None:
     from workloads.compliance import HoldRequest
 
     if args.action == "list":
-        if args.hold_id or args.subject_email or args.entity or args.by or args.reason:
-            raise UsageError("hold list takes no HOLD, subject, --by or --reason")
         return
-    if args.action == "release" and (args.subject_email or args.entity):
-        raise UsageError("hold release takes no subject: the hold names the subject it was placed on")
-    if args.action == "add" and not (args.subject_email or args.entity):
-        raise UsageError("hold add needs the subject: --subject-email ADDRESS or --entity ID")
-    HoldRequest(args.hold_id or "", args.by or "", args.reason or "", args.subject_email, args.entity)
+    subject = (getattr(args, "subject_email", None), getattr(args, "entity", None))
+    HoldRequest(args.hold_id or "", args.by or "", args.reason or "", *subject)
 
 
-def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from workloads.compliance import HoldRequest, open_holds, place_hold, release_hold
+def _list(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from workloads.compliance import open_holds
+
+    ctx.require_lakehouse()
+    holds = sorted(open_holds(ctx.ledger).values(), key=lambda h: h.at)
+    rows = [{"hold": h.hold_id, "by": h.by, "at": h.at.isoformat(), "reason": h.reason} for h in holds]
+    title = f"legal holds placed: {len(rows)}"
+    return Outcome(
+        data=holds, lines=[TableView(rows=rows, columns=("hold", "by", "at", "reason"), title=title)]
+    )
+
+
+def _decide(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from workloads.compliance import HoldRequest, place_hold, release_hold
 
     check_arguments(args)
     ctx.require_lakehouse()
-    if args.action == "list":
-        holds = sorted(open_holds(ctx.ledger).values(), key=lambda h: h.at)
-        rows = [{"hold": h.hold_id, "by": h.by, "at": h.at.isoformat(), "reason": h.reason} for h in holds]
-        title = f"legal holds placed: {len(rows)}"
-        return Outcome(
-            data=holds, lines=[TableView(rows=rows, columns=("hold", "by", "at", "reason"), title=title)]
-        )
-    request = HoldRequest(args.hold_id, args.by, args.reason, args.subject_email, args.entity)
+    subject = (getattr(args, "subject_email", None), getattr(args, "entity", None))
+    request = HoldRequest(args.hold_id, args.by, args.reason, *subject)
     hold = place_hold(ctx.ledger, request) if args.action == "add" else release_hold(ctx.ledger, request)
     return Outcome(data=hold, lines=[f"legal hold {hold.hold_id} {hold.action} by {hold.by}: {hold.reason}"])
+
+
+ACTIONS = {
+    "add": Action(
+        "place a hold: while it is placed, lakehouse erase refuses the subject (exit 5); the id, name "
+        "and reason may not name the subject",
+        _add_arguments,
+        _decide,
+    ),
+    "release": Action(
+        "release a hold (it names the subject it was placed on): the subject may be erased again",
+        _decision_arguments,
+        _decide,
+    ),
+    "list": Action("the holds placed and not released", _no_arguments, _list),
+}
 
 
 if __name__ == "__main__":

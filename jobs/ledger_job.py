@@ -14,7 +14,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, TableView, add_policies_argument
+from jobs.common import Action, Context, Outcome, TableView, add_policies_argument
 from jobs.output import Block, plain
 from lakehouse.errors import ExitCode
 from ledger.chain import LedgerRecord
@@ -27,83 +27,93 @@ HELP = (
 )
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["show", "verify", "lineage"])
-    parser.add_argument("table", nargs="?", help="lineage: the table (e.g. gold.correlations)")
-    parser.add_argument("--run", help="show: only this run's entries")
-    parser.add_argument("--kind", help="show: only entries of this kind")
-    parser.add_argument("--version", type=int, help="lineage: the table version (default: current)")
+def _show_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", metavar="RUN", help="only this run's entries")
+    parser.add_argument("--kind", help="only entries of this kind")
+
+
+def _verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history",
         action="store_true",
-        help="verify: also check that every version the ledger still needs (published, rollback "
-        "targets, pins of open runs, served within the audit window) is readable",
+        help="also check that every version the ledger still needs (published, rollback targets, "
+        "pins of open runs, served within the audit window) is readable",
     )
     add_policies_argument(parser)
 
 
-def run(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from lakehouse.errors import UnknownTableError, UsageError
+def _lineage_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("table", metavar="TABLE", help="the table, e.g. gold.correlations")
+    parser.add_argument("--version", type=int, help="the table version (default: current)")
 
-    # Arguments are checked before Spark starts (ctx.ledger starts it): one line, exit 2.
-    if args.history and args.action != "verify":
-        raise UsageError("--history goes with ledger verify (lakehouse ledger verify --history)")
-    if args.action == "lineage":
-        if not args.table:
-            raise UsageError("ledger lineage needs a TABLE, e.g. lakehouse ledger lineage gold.correlations")
-        if args.table not in ctx.config.tables:
-            known = ", ".join(sorted(ctx.config.tables))
-            raise UnknownTableError(f"unknown table {args.table!r}; known tables: {known}")
-    if args.kind is not None:
-        from ledger.entries import KINDS
 
-        if args.kind not in KINDS:
-            raise UsageError(f"--kind {args.kind!r} is not a ledger entry kind; kinds: {', '.join(KINDS)}")
+def _verify(args: argparse.Namespace, ctx: Context) -> Outcome:
     policy = None
     if args.history:
         from workloads.policies import load_protection_policy
 
         policy = load_protection_policy(args.policies)  # a bad file: exit 2, before Spark
     reader = ctx.ledger.reader
-    if args.action == "verify":
-        report = reader.verify()
-        status = "ok" if report.ok else f"BROKEN at seq {report.first_broken_seq}: {report.problem}"
-        lines: list[Block] = [f"ledger: {report.entries} entries, {status}"]
-        if policy is None:
-            return Outcome(
-                data=report, lines=lines, exit_code=ExitCode.DONE if report.ok else ExitCode.CHECK_FAILED
-            )
-        from jobs.render import render_history_check
-        from workloads.replay import check_history
-
-        history = check_history(ctx.registry, reader.records(), policy, ctx.clock.now())
-        lines.extend(render_history_check(history))
-        ok = report.ok and history.ok
+    report = reader.verify()
+    status = "ok" if report.ok else f"BROKEN at seq {report.first_broken_seq}: {report.problem}"
+    lines: list[Block] = [f"ledger: {report.entries} entries, {status}"]
+    if policy is None:
         return Outcome(
-            data={"chain": report, "history": history},
-            lines=lines,
-            exit_code=ExitCode.DONE if ok else ExitCode.CHECK_FAILED,
+            data=report, lines=lines, exit_code=ExitCode.DONE if report.ok else ExitCode.CHECK_FAILED
         )
-    if args.action == "lineage":
-        table = ctx.registry.get(args.table)
-        version = args.version if args.version is not None else table.current_version()
-        found = reader.lineage(args.table, version) if version is not None else None
-        if found is None:
-            return Outcome(
-                data={"table": args.table, "version": version, "lineage": None},
-                lines=[f"{args.table}@{version}: no run in the ledger produced this version"],
-                exit_code=ExitCode.CHECK_FAILED,
-            )
-        lines = [
-            f"{args.table}@{version} was produced by run {found.run_id} "
-            f"({found.command}, purpose {found.purpose})",
-            "engines: " + (", ".join(e.ref for e in found.engines) or "none"),
-            "inputs:  " + (", ".join(f"{t}@{i.version}" for t, i in found.inputs.items()) or "none"),
-        ]
-        if found.effective_at:
-            lines.append(f"published: {found.effective_at.isoformat()}")
-        return Outcome(data=found, lines=lines)
-    records = reader.records(kind=args.kind, run_id=args.run)
+    from jobs.render import render_history_check
+    from workloads.replay import check_history
+
+    history = check_history(ctx.registry, reader.records(), policy, ctx.clock.now())
+    lines.extend(render_history_check(history))
+    ok = report.ok and history.ok
+    return Outcome(
+        data={"chain": report, "history": history},
+        lines=lines,
+        exit_code=ExitCode.DONE if ok else ExitCode.CHECK_FAILED,
+    )
+
+
+def _lineage(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from lakehouse.errors import UnknownTableError, UsageError
+
+    # Arguments are checked before Spark starts (ctx.ledger starts it): one line, exit 2.
+    if args.table not in ctx.config.tables:
+        known = ", ".join(sorted(ctx.config.tables))
+        raise UnknownTableError(f"unknown table {args.table!r}; known tables: {known}")
+    if args.version is not None and args.version < 0:
+        raise UsageError(f"--version {args.version}: a table version is 0 or more")
+    ctx.require_lakehouse()
+    reader = ctx.ledger.reader
+    table = ctx.registry.get(args.table)
+    version = args.version if args.version is not None else table.current_version()
+    found = reader.lineage(args.table, version) if version is not None else None
+    if found is None:
+        return Outcome(
+            data={"table": args.table, "version": version, "lineage": None},
+            lines=[f"{args.table}@{version}: no run in the ledger produced this version"],
+            exit_code=ExitCode.CHECK_FAILED,
+        )
+    lines = [
+        f"{args.table}@{version} was produced by run {found.run_id} "
+        f"({found.command}, purpose {found.purpose})",
+        "engines: " + (", ".join(e.ref for e in found.engines) or "none"),
+        "inputs:  " + (", ".join(f"{t}@{i.version}" for t, i in found.inputs.items()) or "none"),
+    ]
+    if found.effective_at:
+        lines.append(f"published: {found.effective_at.isoformat()}")
+    return Outcome(data=found, lines=lines)
+
+
+def _show(args: argparse.Namespace, ctx: Context) -> Outcome:
+    from lakehouse.errors import UsageError
+
+    if args.kind is not None:  # before Spark starts (ctx.ledger starts it): one line, exit 2
+        from ledger.entries import KINDS
+
+        if args.kind not in KINDS:
+            raise UsageError(f"--kind {args.kind!r} is not a ledger entry kind; kinds: {', '.join(KINDS)}")
+    records = ctx.ledger.reader.records(kind=args.kind, run_id=args.run)
     rows = [
         {
             "seq": r.seq,
@@ -118,6 +128,22 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     data = {"entries": [{**plain(r), "body": json.loads(r.body), **_openlineage(r)} for r in records]}
     columns = ["seq", "recorded_at", "kind", "run_id", "hash", "body"]
     return Outcome(data=data, lines=[TableView(rows, columns)])
+
+
+ACTIONS = {
+    "show": Action("show ledger entries (all, one run's, or one kind's)", _show_arguments, _show),
+    "verify": Action(
+        "verify the hash chain (--history: and that every version it still needs is readable); exit 4 "
+        "if broken",
+        _verify_arguments,
+        _verify,
+    ),
+    "lineage": Action(
+        "trace a table version to the run, engines and inputs that produced it (exit 4 if none did)",
+        _lineage_arguments,
+        _lineage,
+    ),
+}
 
 
 def _openlineage(record: LedgerRecord) -> dict[str, str]:

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.replay import protect
 
     policy = load_protection_policy(args.policies)  # a bad file: exit 2, before Spark
+    ctx.require_lakehouse()
     records = ctx.ledger.reader.records()
     report = protect(ctx.registry, records, policy, ctx.clock.now(), dry_run=args.dry_run)
     return Outcome(data=report, lines=render_protection(report))

@@ -36,6 +36,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
 
     if args.buckets is not None and args.buckets < 1:
         raise UsageError(f"--buckets must be at least 1, not {args.buckets}")
+    ctx.require_lakehouse()
     done = refresh_entity_index(ctx.registry, ctx.ledger, ctx.clock, buckets=args.buckets)
     return Outcome(data=done, lines=[render_index_refresh(done)])
 

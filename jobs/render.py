@@ -689,7 +689,7 @@ def _figure(value: Any) -> str:
 
 
 def render_calibration_at(answer: CalibrationAt) -> list[Block]:
-    """``lakehouse calibration --at T``: the release in force, its calibrators, and the
+    """``lakehouse calibration-at --at T``: the release in force, its calibrators, and the
     figures per scope of the run that fitted them and of the latest measurement by T."""
     blocks: list[Block] = [f"at {answer.at.isoformat()}: {answer.engine} in force ({answer.reason})"]
     if answer.calibrated:

@@ -14,11 +14,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument
+
+if TYPE_CHECKING:
+    from ledger.engines import EngineCatalog
+    from workloads.replay.plan import CorrectionPlan
 
 NAME = "replay"
 HELP = "replay history under a correction plan: dry-run scope, or candidate + diff + reconciliation"
@@ -56,12 +61,15 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.replay import AlreadyPublished, run_replay, scope_or_published
     from workloads.replay.plan import Purpose, load_plan
 
+    # every argument is checked before Spark starts: one line, exit 2
     plan = load_plan(args.plan)
     if args.purpose:
         plan = plan.with_purpose(Purpose(args.purpose))
     engines = load_engines(args.engines)
-    truth = load_truth(args.truth) if args.truth is not None else None  # a bad file: exit 2, before Spark
+    check_plan_engines(args.plan, plan, engines)
+    truth = load_truth(args.truth) if args.truth is not None else None
     policy = load_protection_policy(args.policies)
+    ctx.require_lakehouse()
     if args.dry_run:
         ctx.progress(f"scoping plan {plan.plan} (dry run: nothing is written)")
         answer = scope_or_published(
@@ -75,6 +83,21 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         ctx.registry, plan, engines=engines, clock=ctx.clock, rebuild=args.rebuild, truth=truth, policy=policy
     )
     return Outcome(data=outcome, lines=render_replay(outcome))
+
+
+def check_plan_engines(path: Path, plan: CorrectionPlan, engines: EngineCatalog) -> None:
+    """The plan's engine change names two versions declared in the engines file (the replay
+    resolves and fingerprints them again, with the resolver in force, once Spark runs)."""
+    from lakehouse.errors import UnknownEngineError, UsageError
+
+    change = plan.engine_change
+    for key, version in (("from", change.from_version), ("to", change.to_version)):
+        if not version.isdigit():
+            raise UsageError(f"--plan {path}: engine_change.{key} {version!r} is not a version number")
+        try:
+            engines.resolve(change.engine, int(version))
+        except UnknownEngineError as exc:
+            raise UnknownEngineError(f"--plan {path}: engine_change.{key}: {exc}") from None
 
 
 if __name__ == "__main__":

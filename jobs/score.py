@@ -15,23 +15,31 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.build import engine_pin
-from jobs.common import Context, Outcome, add_engines_argument
+from jobs.common import (
+    Context,
+    EngineRelease,
+    Outcome,
+    add_engine_argument,
+    add_engines_argument,
+    resolve_release,
+    training_set_id,
+)
 
 NAME = "score"
 HELP = "score a training set's decisions under a fraud_scoring release (its pinned model version)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--engine",
-        type=engine_pin,
-        metavar="NAME@VERSION",
-        help="the fraud_scoring release (default: the one effective today)",
+    add_engine_argument(
+        parser,
+        "the fraud_scoring release to score under (default: fraud_scoring, the version in force today)",
+        name_alone="the version in force today (the latest effective)",
     )
     parser.add_argument(
         "--training-set",
         dest="training_set",
+        type=training_set_id,
+        metavar="ID",
         help="the training_set_id whose decisions to score (default: the newest training set)",
     )
     add_engines_argument(parser)
@@ -45,8 +53,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.ml.tracking import check_reachable, tracking_for
 
     catalog = load_engines(args.engines)
-    name, version = args.engine or (ENGINE, None)
-    spec = catalog.resolve(name, version, at=None if version else datetime.now(UTC).date())
+    release = args.engine or EngineRelease(ENGINE)
+    spec = resolve_release(catalog, release, at=datetime.now(UTC).date(), name_alone=True)
     if spec.name != ENGINE:
         raise UsageError(f"--engine {spec.ref} is not a {ENGINE} release")
     model, model_version = pinned_model(spec)

@@ -17,19 +17,13 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.build import add_engine_pins_argument
-from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument
+from jobs.build import add_engine_pins_argument, pinned_versions
+from jobs.common import Context, Outcome, add_engines_argument, add_policies_argument, positive_int
 
 NAME = "stream"
 HELP = (
     "stream Bronze into provisional correlations (Structured Streaming; --available-now stops when caught up)"
 )
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return int(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,13 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-files-per-batch",
-        type=_positive,
+        type=positive_int,
         help="cap the Bronze data files one micro-batch takes, per feed",
     )
     add_engines_argument(parser)
-    add_engine_pins_argument(
-        parser, "run this declared version instead of the one in force (repeatable), as build does"
-    )
+    add_engine_pins_argument(parser, "run it instead of the version in force (repeatable), as build does")
     parser.add_argument(
         "--fail-at",
         metavar="POINT",
@@ -65,7 +57,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     streaming = load_streaming_policy(args.policies)
     lateness = load_lateness_policy(args.policies)
     catalog = load_engines(args.engines)  # a bad file or pin: exit 2, before Spark
-    pinned = {name: catalog.resolve(name, version).version for name, version in args.pins}
+    pinned = pinned_versions(catalog, args.pins)
     ctx.require_lakehouse()
     ctx.progress("streaming Bronze into provisional correlations")
     report = run_stream_provisional(

@@ -16,7 +16,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Context, Outcome, add_engines_argument
+from jobs.common import Context, Outcome, add_engines_argument, training_set_id
 
 NAME = "train"
 HELP = "fit the fraud model on a training set, log it to MLflow with its metrics and register it"
@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--training-set",
         dest="training_set",
+        type=training_set_id,
+        metavar="ID",
         help="the training_set_id to train on (default: the newest training set)",
     )
     parser.add_argument(

@@ -1,10 +1,13 @@
-"""``lakehouse verify RUN``: the check after publication (seed 000's ``rollback`` verdict).
+"""``lakehouse verify-publication RUN``: the check after publication (seed 000's ``rollback`` verdict).
 
 Recounts a published replay independently against what readers see now
 (:func:`workloads.replay.verify.verify_publication`) and records the verdict: exit 0 when
 serving still holds what was published (``publish``), exit 4 with the failed check and the
 first bad partition when it does not (``rollback``; the rollback itself is ``lakehouse
 rollback RUN``).
+
+Named ``verify`` until this release (still accepted, with a deprecation line): "verify" also
+names ``ledger verify`` (the hash chain) and ``erase --verify`` (an erasure's certificate).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
 from jobs.common import Context, Outcome, add_engines_argument
 from lakehouse.errors import ExitCode
 
-NAME = "verify"
+NAME = "verify-publication"
 HELP = "check a published replay again against serving now (verdict publish or rollback)"
 
 

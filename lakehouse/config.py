@@ -232,11 +232,11 @@ class LakehouseConfig(StrictModel):
     (Iceberg ``history.expire.max-snapshot-age-ms``, Delta's file and log retention)."""
     source_path: Path | None = None
     engines_file: Path | None = None
-    """The declared engines a command reads when it is given no ``--engines`` (default:
-    ``conf/engines.yaml``); after ``make demo``, ``work/engines.yaml`` holds the demo's releases."""
+    """The declared engines a command reads when it is given no ``--engines``; unset: the work
+    dir's (:meth:`workdir_file`) if it exists, as after ``make demo``, else ``conf/engines.yaml``."""
     policies_file: Path | None = None
-    """The policy file a command reads when it is given no ``--policies`` (default:
-    ``conf/policies.yaml``)."""
+    """The policy file a command reads when it is given no ``--policies``; unset: the work dir's
+    (:meth:`workdir_file`) if it exists, else ``conf/policies.yaml``."""
 
     @field_validator("instance")
     @classmethod
@@ -261,6 +261,13 @@ class LakehouseConfig(StrictModel):
     @property
     def workdir_path(self) -> Path:
         return self.workdir.expanduser().resolve()
+
+    def workdir_file(self, kind: Literal["engines", "policies"]) -> Path:
+        """The work dir's own engines or policies file: ``<workdir>/engines.yaml`` (with an
+        ``instance``, ``<workdir>/engines-<instance>.yaml``), where ``lakehouse demo`` keeps the
+        releases it declares. A command given no ``--engines`` and no ``engines_file`` reads it
+        when it exists (docs/reference/configuration.md)."""
+        return self.workdir_path / (f"{kind}-{self.instance}.yaml" if self.instance else f"{kind}.yaml")
 
     @property
     def warehouse_uri(self) -> str:

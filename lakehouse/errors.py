@@ -36,8 +36,8 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.CHECK_FAILED: (
         "a check found a problem: a quality gate, conservation, the ledger's integrity or history "
         "(`ledger verify [--history]`), an entity index, an erasure's verification (`erase`, "
-        "`erase --verify`), a publication that serving no longer matches (`verify`: verdict "
-        "rollback), an engine's code against its fingerprint (`engines list`, `engines check`), a "
+        "`erase --verify`), a publication that serving no longer matches (`verify-publication`: "
+        "verdict rollback), an engine's code against its fingerprint (`engines list`, `engines check`), a "
         "stalled feed (`progress`), streaming precision below its threshold (`divergence`), a "
         "table version no run produced (`ledger lineage`), differences between a declared pair "
         "(`reconcile`)"

@@ -137,9 +137,9 @@ def test_the_serving_release_is_recalibrated_when_a_calibrator_was_registered(de
     """The chapter recalibrates correlation@2 (served since the re-scoring) only with a
     registered calibrator: then it is declared as correlation@3 in the demo lakehouse's own
     catalog (the shipped file untouched), replayed, approved, acknowledged and published, and
-    ``asof --history`` and ``calibration --at`` show it. On this small history correlation@2
+    ``asof --history`` and ``calibration-at --at`` show it. On this small history correlation@2
     has too few outcomes of each class to fit one (every one of its pairs here is a fraud
-    ring's): the chapter says so, declares nothing, and ``calibration --at`` names
+    ring's): the chapter says so, declares nothing, and ``calibration-at --at`` names
     correlation@2 uncalibrated with the demo's measurement. The published path runs in
     ``tests/workloads/ml/test_training_set.py`` through the CLI, and in ``make demo``."""
     from ledger.engines import load_engines
@@ -161,7 +161,7 @@ def test_the_serving_release_is_recalibrated_when_a_calibrator_was_registered(de
         assert recalibrated["declared"] is None
         assert recalibrated["publication"] is None
         assert [s.version for s in load_engines(catalog).versions("correlation")] == [1, 2]
-        code, out = cli(demo.env, "calibration", *args)
+        code, out = cli(demo.env, "calibration-at", *args)
         assert code == 0, out
         answer = json.loads(out)
         assert (answer["engine"], answer["calibrated"]) == ("correlation@2", False)
@@ -178,7 +178,7 @@ def test_the_serving_release_is_recalibrated_when_a_calibrator_was_registered(de
     code, out = cli(demo.env, "asof", "gold.correlations", *history)
     assert code == 0
     assert "recalibrated under correlation@3" in out
-    code, out = cli(demo.env, "calibration", *args)
+    code, out = cli(demo.env, "calibration-at", *args)
     assert code == 0, out
     answer = json.loads(out)
     assert (answer["engine"], answer["calibrated"], answer["base"]) == (

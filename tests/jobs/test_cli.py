@@ -43,6 +43,66 @@ def test_help_lists_the_commands() -> None:
         assert command in result.stdout
 
 
+def test_help_lists_new_command_names_only() -> None:
+    """``calibration-at`` and ``verify-publication``; the old names work but are not listed."""
+    listed = run("--help").stdout
+    assert "calibration-at" in listed
+    assert "verify-publication" in listed
+    commands = {line.split()[0] for line in listed.splitlines() if line.startswith("    ") and line.split()}
+    assert not {"calibration", "verify"} & commands
+
+
+@pytest.mark.parametrize(
+    ("command", "own", "others"),
+    [
+        (("engines", "list"), ["--engines"], ["--name", "--implementation", "--param"]),
+        (("engines", "fingerprint"), ["--implementation"], ["--engines", "--name", "--param"]),
+        (("engines", "declare"), ["--name", "--implementation", "--effective-from", "--param"], []),
+        (("ledger", "show"), ["--run", "--kind"], ["--history", "--version", "TABLE"]),
+        (("ledger", "verify"), ["--history", "--policies"], ["--run", "--kind", "--version"]),
+        (("ledger", "lineage"), ["TABLE", "--version"], ["--history", "--run", "--kind"]),
+        (("hold", "add"), ["HOLD", "--subject-email", "--entity", "--by", "--reason"], []),
+        (("hold", "release"), ["HOLD", "--by", "--reason"], ["--subject-email", "--entity"]),
+        (("hold", "list"), [], ["HOLD", "--by", "--reason", "--subject-email"]),
+        (("exceptions", "list"), ["--status"], ["EXCEPTION_ID", "--by", "--reason"]),
+        (("exceptions", "approve"), ["EXCEPTION_ID", "--by", "--reason"], ["--status"]),
+        (("build", "silver"), ["--since", "--until", "--engine"], ["--full"]),
+        (("build", "gold"), ["--full", "--engine"], ["--since", "--until"]),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else None,
+)
+def test_each_sub_action_is_a_subcommand_whose_help_lists_only_its_own_options(
+    command: tuple[str, ...], own: list[str], others: list[str]
+) -> None:
+    result = run(*command, "--help", env=NO_JVM)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"usage: lakehouse {' '.join(command)} ")
+    for option in ("--conf", "--workdir", "--json", *own):
+        assert option in result.stdout
+    for option in others:
+        assert option not in result.stdout, option
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--json", "--workdir", "{tmp}", "engines", "list", "--engines", "{engines}"),
+        ("engines", "--json", "list", "--engines", "{engines}"),
+        ("engines", "list", "--json", "--engines", "{engines}"),
+        ("--quiet", "engines", "--workdir", "{tmp}", "list", "--json", "--engines", "{engines}"),
+    ],
+    ids=["before-the-command", "between-command-and-action", "after-the-action", "at-every-level"],
+)
+def test_global_options_are_taken_at_every_level_of_a_subcommand(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    tampered = tampered_engines(tmp_path)
+    result = run(*[a.format(engines=tampered, tmp=tmp_path) for a in argv], env=NO_JVM)
+    assert result.returncode == 4, result.stderr
+    codes = {e["engine"]: e["code"] for e in json.loads(result.stdout)["engines"]}
+    assert codes["entity_resolution@1"].startswith("CHANGED")
+
+
 NO_JVM = {**os.environ, "JAVA_HOME": str(REPO / "tests" / "no_jvm")}
 """A process whose ``java`` refuses to start: a refusal that needs no JVM must not reach it."""
 
@@ -161,6 +221,42 @@ def test_the_engines_and_policies_files_come_from_the_configuration_unless_given
     assert_refused_before_spark(result, str(policies), "retention.silver_days")
 
 
+@pytest.mark.parametrize("instance", ["", "dev"])
+def test_a_work_dir_s_own_engines_and_policies_files_are_read_when_no_other_is_named(
+    tmp_path: Path, instance: str
+) -> None:
+    """After ``lakehouse demo`` the work dir holds ``engines.yaml`` (``engines-<instance>.yaml``):
+    later commands on it read it with no flag. ``engines_file`` in the configuration, then
+    ``--engines``, win over it; a work dir without one reads conf/engines.yaml. The same rule
+    for ``policies.yaml``."""
+    workdir = tmp_path / "lake"
+    workdir.mkdir()
+    suffix = f"-{instance}" if instance else ""
+    tampered = tampered_engines(tmp_path)
+    (workdir / f"engines{suffix}.yaml").write_bytes(tampered.read_bytes())
+    env = {**NO_JVM, "LAKEHOUSE__INSTANCE": instance} if instance else NO_JVM
+
+    def listed(*extra: str, environ: dict[str, str] = env) -> int:
+        result = run("engines", "list", "--json", "--workdir", str(workdir), *extra, env=environ)
+        return result.returncode
+
+    assert listed() == 4, "the work dir's file: its tampered fingerprint is found"
+    assert listed("--engines", "conf/engines.yaml") == 0, "the flag wins"
+    assert listed(environ={**env, "LAKEHOUSE__ENGINES_FILE": "conf/engines.yaml"}) == 0, (
+        "the configuration wins"
+    )
+    other = "other" if instance else "dev"
+    assert listed(environ={**NO_JVM, "LAKEHOUSE__INSTANCE": other}) == 0, (
+        "another instance's file is not read"
+    )
+
+    shipped = (REPO / "conf" / "policies.yaml").read_text(encoding="utf-8")
+    policies = workdir / f"policies{suffix}.yaml"
+    policies.write_text(shipped.replace("  silver_days: 2555", "  silver_days: -1"), encoding="utf-8")
+    result = run("maintain", "--workdir", str(workdir), env=env)
+    assert_refused_before_spark(result, str(policies), "retention.silver_days")
+
+
 def test_an_invalid_plan_is_refused_with_the_key_before_spark_starts(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     shipped = (REPO / "conf" / "plans" / "er-v2-recorrelation.yaml").read_text(encoding="utf-8")
@@ -197,8 +293,11 @@ def test_reindex_refuses_a_bucket_count_below_one_before_spark_starts() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("verify", "not-a-run"), "RUN 'not-a-run' is not a replay run id"),
-        (("verify", "replay-0123456789abcdef", "--engines", "missing-engines.yaml"), "missing-engines.yaml"),
+        (("verify-publication", "not-a-run"), "RUN 'not-a-run' is not a replay run id"),
+        (
+            ("verify-publication", "replay-0123456789abcdef", "--engines", "missing-engines.yaml"),
+            "missing-engines.yaml",
+        ),
     ],
     ids=["run-id", "engines-file"],
 )
@@ -213,6 +312,15 @@ def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], mes
 
 WELL_FORMED_RUN = "replay-0123456789abcdef"
 AT = "2026-11-29T12:00:00Z"
+DECLARED = (
+    "--implementation",
+    "workloads.engines.correlation:correlate_v1",
+    "--effective-from",
+    "2027-01-01",
+    "--description",
+    "d",
+)
+"""The rest of a well-formed ``engines declare``."""
 
 
 @pytest.mark.parametrize(
@@ -239,7 +347,7 @@ AT = "2026-11-29T12:00:00Z"
         (("ack", "consumer", "no-such-run"), "RUN 'no-such-run' is not a replay run id"),
         (("publish", WELL_FORMED_RUN), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
         (("rollback", "replay-XYZ"), "RUN 'replay-XYZ' is not a replay run id"),
-        (("verify", WELL_FORMED_RUN), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
+        (("verify-publication", WELL_FORMED_RUN), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
         (("ledger", "lineage", "gold.nope"), "unknown table 'gold.nope'; known tables:"),
         (("ledger", "show", "--kind", "nope"), "--kind 'nope' is not a ledger entry kind"),
         (("erase", "--dry-run"), "name the subject: --subject-email ADDRESS or --entity ID"),
@@ -248,6 +356,73 @@ AT = "2026-11-29T12:00:00Z"
             "--since 2025-03-01 must be before",
         ),
         (("build", "silver", "--policies", "{lake}/nope.yaml"), "{lake}/nope.yaml"),
+        # a sub-action missing, unknown, or given an option of another
+        (("engines",), "lakehouse engines: the following arguments are required: ACTION"),
+        (("ledger", "bogus"), "lakehouse ledger: argument ACTION: invalid choice: 'bogus'"),
+        (("hold",), "lakehouse hold: the following arguments are required: ACTION"),
+        (("exceptions", "decide"), "lakehouse exceptions: argument ACTION: invalid choice: 'decide'"),
+        (("build",), "lakehouse build: the following arguments are required: ACTION"),
+        (("ledger", "show", "--history"), "lakehouse ledger show: unrecognized arguments: --history"),
+        (("build", "gold", "--since", "2025-01-01"), "lakehouse build gold: unrecognized arguments: --since"),
+        (("hold", "list", "LH-1"), "lakehouse hold list: unrecognized arguments: LH-1"),
+        (
+            ("engines", "declare", "--name", "x"),
+            "required: --implementation, --effective-from, --description",
+        ),
+        (("engines", "fingerprint"), "lakehouse engines fingerprint: the following arguments are required"),
+        # --engine: an engine release, NAME@VERSION, its shape and its declaration
+        (("build", "silver", "--engine", "entity_resolution"), "argument --engine: expected NAME@VERSION"),
+        (("build", "gold", "--engine", "correlation@x"), "argument --engine: expected NAME@VERSION"),
+        (("build", "silver", "--engine", "entity_resolution@9"), "--engine entity_resolution@9: engine"),
+        (
+            ("stream", "--engine", "nope@1"),
+            "--engine nope@1: engine 'nope' is not declared in conf/engines.yaml",
+        ),
+        (("stream", "--engine", "correlation"), "argument --engine: expected NAME@VERSION"),
+        (("calibrate", "--engine", "correlation"), "argument --engine: expected NAME@VERSION"),
+        (("calibrate", "--engine", "correlation@9"), "--engine correlation@9: engine correlation@9 is not"),
+        (("score", "--engine", "fraud@scoring"), "argument --engine: expected NAME@VERSION or NAME"),
+        (("score", "--engine", "nope"), "--engine nope: engine 'nope' is not declared"),
+        (("calibration-at", "--at", AT, "--engine", "nope"), "--engine nope: engine 'nope' is not declared"),
+        (
+            ("calibration-at", "--at", AT, "--engine", "correlation@2"),
+            "give NAME alone (--engine correlation)",
+        ),
+        (("calibration-at", "--at", "noon"), "--at 'noon' is not an ISO-8601 timestamp"),
+        (("calibration-at", "--at", AT, "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        # other arguments that need no JVM to check
+        (("ledger", "lineage", "gold.correlations", "--version", "-1"), "--version -1: a table version"),
+        (("ledger", "lineage", "gold.correlations", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (("exceptions", "approve", "exc-1", "--by", "x"), "EXCEPTION_ID 'exc-1' is not an exception id"),
+        (("exceptions", "list", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (("exceptions", "reject", "exc-0123456789abcdef", "--by", "x"), "--reason"),
+        (
+            ("hold", "add", "LH-1", "--by", "x", "--reason", "y"),
+            "one of the arguments --subject-email --entity",
+        ),
+        (("reindex", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (("protect", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (
+            ("replay", "--plan", "conf/plans/er-v2-recorrelation.yaml", "--workdir", "{empty}"),
+            "no lakehouse in",
+        ),
+        (("replay", "--plan", "{lake}/nope.yaml"), "{lake}/nope.yaml"),
+        (
+            ("replay", "--plan", "conf/plans/er-v2-recorrelation.yaml", "--truth", "{lake}/t.json"),
+            "{lake}/t.json",
+        ),
+        (("train", "--training-set", "gold.training_sets"), "argument --training-set: 'gold.training_sets'"),
+        (("score", "--training-set", "latest"), "argument --training-set: 'latest' is not a training set id"),
+        (("demo", "--entities", "0"), "argument --entities: expected a whole number of at least 1, got '0'"),
+        (("engines", "declare", "--name", "a-b", *DECLARED), "--name 'a-b': an engine's name is a plain"),
+        (
+            ("engines", "declare", "--name", "x", "--implementation", "x", *DECLARED[2:]),
+            "--implementation 'x'",
+        ),
+        (
+            ("engines", "declare", "--name", "x", *DECLARED, "--param", "=1"),
+            "--param '=1': expected KEY=VALUE",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_before_a_jvm_starts_and_writes_nothing(
@@ -343,14 +518,25 @@ def test_a_run_the_ledger_does_not_hold_is_refused_reading_the_ledger_without_a_
             "--since",
             "--since",
         ),
+        (("calibration", "--at", "noon"), "lakehouse calibration", "lakehouse calibration-at", "--at 'noon'"),
+        (("verify", "not-a-run"), "lakehouse verify", "lakehouse verify-publication", "RUN 'not-a-run'"),
     ],
-    ids=["training-set-as-of", "training-set-from", "calibrate-as-of", "calibrate-from"],
+    ids=[
+        "training-set-as-of",
+        "training-set-from",
+        "calibrate-as-of",
+        "calibrate-from",
+        "command-calibration",
+        "command-verify",
+    ],
 )
 def test_an_old_spelling_is_read_as_the_new_one_with_a_deprecation_line(
     tmp_path: Path, args: tuple[str, ...], old: str, new: str, message: str
 ) -> None:
-    """One name per meaning (``--at``: knowledge time, ``--since``/``--until``: a range); the
-    old spellings work for one release. Here each value is refused, under its new name."""
+    """One name per meaning (``--at``: knowledge time, ``--since``/``--until``: a range;
+    ``calibration-at`` reads, ``calibrate`` measures; ``verify-publication``, not the chain's
+    ``ledger verify``); the old spellings work for one release. Here each value is refused,
+    under its new name."""
     result = run(*args, "--workdir", str(tmp_path / "empty"), env=NO_JVM)
     assert result.returncode == 2, result.stderr
     warning, error = result.stderr.splitlines()

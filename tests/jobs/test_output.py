@@ -152,9 +152,9 @@ def test_an_argument_error_with_json_is_one_json_line_and_exit_2(capsys: pytest.
 
 
 def test_an_argument_error_without_json_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["build", "--since", "yesterday"]) == 2
+    assert main(["build", "silver", "--since", "yesterday"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: lakehouse build: argument --since")
+    assert err.startswith("error: lakehouse build silver: argument --since")
     assert err.count("\n") == 1
 
 

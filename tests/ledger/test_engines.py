@@ -365,7 +365,7 @@ def test_engines_command_prints_fingerprints_and_fails_on_changed_code(
     assert engines_cli("fingerprint", "--implementation", "tmpeng.gone:run_v1") == 2
     assert "cannot find module 'tmpeng.gone'" in capsys.readouterr().err
     assert engines_cli("fingerprint") == 2
-    assert "needs --implementation" in capsys.readouterr().err
+    assert "required: --implementation" in capsys.readouterr().err
     assert "tmpeng.logic" not in sys.modules
 
 

@@ -350,15 +350,16 @@ def medallion(
 
 def demo_catalog_path(config: LakehouseConfig) -> Path:
     """Where the demo lakehouse keeps its own engine catalog: ``engines.yaml`` in the work dir,
-    or ``engines-<instance>.yaml`` for an instance."""
-    return config.workdir_path / (f"engines-{config.instance}.yaml" if config.instance else "engines.yaml")
+    or ``engines-<instance>.yaml`` for an instance (:meth:`LakehouseConfig.workdir_file`), the
+    file later commands on the work dir read when given no ``--engines``."""
+    return config.workdir_file("engines")
 
 
 def demo_catalog(registry: TableRegistry, shipped: Path = DEMO_ENGINES) -> Path:
     """The demo lakehouse's own engine catalog (:func:`demo_catalog_path`): the shipped file
     copied once. The ML chapter declares its recalibrated release there, so the shipped file
-    is never edited; every chapter reads it, and later commands on this lakehouse take
-    ``--engines <this file>``."""
+    is never edited; every chapter reads it, and so do later commands on this work dir that
+    are given no ``--engines``."""
     import shutil
 
     path = demo_catalog_path(registry.config)

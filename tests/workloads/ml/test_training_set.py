@@ -36,6 +36,8 @@ CONF = REPO / "conf" / "lakehouse.yaml"
 TABLE = "gold.training_sets"
 REPORTS = "gold.calibration_reports"
 ENGINE = "correlation@2"
+UNKNOWN_SET = "training-set-20000101T000000000000Z-00000000"
+"""A training set id of the right shape that names no training set."""
 """The correlation release in force for a lakehouse built today (the latest, effective 2026-11-25)."""
 FEATURES = (
     "amount",
@@ -154,7 +156,7 @@ def history(
     unreachable = ["training-set", "--conf", str(CONF), "--workdir", str(workdir), "--quiet", "--json"]
     ran = run_cli(unreachable, down)
     steps["tracking-unreachable"] = Step(ran.code, None, ran.stderr)
-    run("train-unknown-set", "train", "--training-set", "training-set-nope")
+    run("train-unknown-set", "train", "--training-set", UNKNOWN_SET)  # well-formed, names none
     ran = run_cli(["training-set", "--workdir", str(workdir / "nowhere"), "--json"], env)
     steps["no-lakehouse"] = Step(ran.code, None, ran.stderr)
     after = ledger.read().count()
@@ -268,7 +270,7 @@ def test_every_step_of_the_ml_history_exits_0(history: History) -> None:
         ("as-of-no-zone", "--at '2026-01-01T00:00:00' has no time zone"),
         ("from-after-until", "--since 2025-03-01 must be before --until 2025-02-01"),
         ("tracking-unreachable", "MLflow tracking server http://127.0.0.1:9 is unreachable"),
-        ("train-unknown-set", "--training-set training-set-nope: no such training set"),
+        ("train-unknown-set", f"--training-set {UNKNOWN_SET}: no such training set"),
         ("train-too-few-positives", "are needed (a wider date range, a longer --label-horizon"),
         ("no-lakehouse", "no lakehouse in"),
         ("calibrate-undeclared", "engine correlation@9 is not declared"),
@@ -779,7 +781,7 @@ def test_asof_before_the_recalibration_still_answers_with_the_old_confidences(
 def test_calibration_at_names_the_release_in_force_and_what_was_measured_before_and_after(
     history: History,
 ) -> None:
-    """``lakehouse calibration --at T``: before the recalibration's publication the base
+    """``lakehouse calibration-at --at T``: before the recalibration's publication the base
     release, uncalibrated, with the measurement that led to it; after it the recalibrated
     release, its calibrators and pinned models, and the figures of the run that fitted them.
     Both readers answer alike; the shipped catalog, which lacks the published release, is
@@ -790,7 +792,7 @@ def test_calibration_at_names_the_release_in_force_and_what_was_measured_before_
     release = declared["declared"]["engine"]
 
     def calibration(*args: str) -> tuple[int, Any, str]:
-        ran = run_cli(["calibration", *args, *common], history.env)
+        ran = run_cli(["calibration-at", *args, *common], history.env)
         return ran.code, json.loads(ran.stdout) if ran.code == 0 else None, ran.stderr
 
     code, before, err = calibration(

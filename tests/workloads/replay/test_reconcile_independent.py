@@ -87,7 +87,7 @@ class Judged:
 
 @dataclass(frozen=True)
 class Verified:
-    """``lakehouse verify RUN --json``: exit code, the result's fields, stderr."""
+    """``lakehouse verify-publication RUN --json``: exit code, the result's fields, stderr."""
 
     code: int
     data: dict[str, Any] | None
@@ -126,9 +126,8 @@ def judged(
     publish(registry, correct.run_id, clock=clock)
 
     def verify(run_id: str) -> Verified:
-        code, out, err = cli(
-            lakehouse_config.workdir_path, config.instance, "verify", run_id, "--engines", engines.path
-        )
+        workdir, instance = lakehouse_config.workdir_path, config.instance
+        code, out, err = cli(workdir, instance, "verify-publication", run_id, "--engines", engines.path)
         return Verified(code, json.loads(out) if out.strip() else None, err)
 
     verified = verify(correct.run_id)

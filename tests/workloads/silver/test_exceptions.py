@@ -185,7 +185,7 @@ def test_refusals_before_spark_name_the_argument(queue: Queue) -> None:
     assert "--status" in refused(
         queue, "exceptions", "approve", some_id, "--by", APPROVER, "--status", "approved"
     )
-    assert "only --status" in refused(queue, "exceptions", "list", some_id)
+    assert "exceptions list: unrecognized arguments" in refused(queue, "exceptions", "list", some_id)
     assert "invalid choice" in refused(queue, "exceptions", "list", "--status", "maybe")
     unknown = refused(queue, "exceptions", "approve", "exc-0000000000000000", "--by", APPROVER)
     assert "exception 'exc-0000000000000000': no such exception in ops.exceptions" in unknown
@@ -316,18 +316,26 @@ def test_approve_one_reject_one_then_rebuild(queue: Queue) -> None:
 
 
 def test_decision_arguments_are_checked_without_spark() -> None:
-    from jobs.cli import build_parser
+    from jobs.cli import ArgumentsRefused, build_parser
     from jobs.exceptions import check_arguments
     from lakehouse.errors import UsageError
 
     parser = build_parser(only="exceptions")
+    some = "exc-0123456789abcdef"
     check_arguments(parser.parse_args(["exceptions", "list", "--status", "approved"]))
-    check_arguments(parser.parse_args(["exceptions", "approve", "exc-1", "--by", "a"]))
-    check_arguments(parser.parse_args(["exceptions", "reject", "exc-1", "--by", "a", "--reason", "r"]))
+    check_arguments(parser.parse_args(["exceptions", "approve", some, "--by", "a"]))
+    check_arguments(parser.parse_args(["exceptions", "reject", some, "--by", "a", "--reason", "r"]))
     for argv, field in (
-        (["exceptions", "approve", "--by", "a"], "EXCEPTION_ID"),
-        (["exceptions", "reject", "exc-1", "--reason", "r"], "--by"),
-        (["exceptions", "reject", "exc-1", "--by", "a", "--reason", " "], "--reason"),
+        (["exceptions", "approve", "exc-1", "--by", "a"], "EXCEPTION_ID 'exc-1' is not an exception id"),
+        (["exceptions", "reject", some, "--reason", "r"], "--by"),
+        (["exceptions", "reject", some, "--by", "a", "--reason", " "], "--reason"),
     ):
         with pytest.raises(UsageError, match=field):
             check_arguments(parser.parse_args(argv))
+    for argv, field in (  # each sub-action is a subcommand: argparse refuses what it does not take
+        (["exceptions", "approve", "--by", "a"], "EXCEPTION_ID"),
+        (["exceptions", "list", some], f"unrecognized arguments: {some}"),
+        (["exceptions", "approve", some, "--status", "approved"], "unrecognized arguments: --status"),
+    ):
+        with pytest.raises(ArgumentsRefused, match=field):
+            parser.parse_args(argv)
