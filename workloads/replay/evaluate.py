@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse import quality
@@ -33,7 +33,7 @@ from workloads.replay.faults import FailPoint, maybe_fail
 from workloads.replay.identity import BRONZE_PREFIX
 from workloads.replay.plan import Purpose
 from workloads.replay.quality import measure, quality_entry
-from workloads.replay.review import review_dir, review_lists, write_review
+from workloads.replay.review import add_to_review, review_dir, review_lists, write_review
 from workloads.replay.scope import ReplayScope, in_range
 from workloads.replay.setup import Setup
 from workloads.vocabulary import CorrelationStatus, TableName, Verdict
@@ -186,6 +186,8 @@ class Evaluation:
     candidate_hash: str
     quality: QualityReport | None = None
     """Old and new version against labelled truth (or why not measured)."""
+    examples: Mapping[str, list[str]] = field(default_factory=dict)
+    """Each failed check's examples: in the outcome and the review file, not the ledger."""
 
 
 def evaluate(
@@ -281,6 +283,9 @@ def evaluate(
         },
         bounds=setup.bounds,
     )
+    examples = reconciliation.examples()
+    if examples:  # beside the sample of changes, where an erasure redacts them like the rest
+        add_to_review(location, examples=examples)
     fields = reconciliation.ledger_fields()
     fields["checks"] = {
         **fields["checks"],
@@ -310,4 +315,5 @@ def evaluate(
         review_location=location,
         candidate_hash=candidate_hash,
         quality=report,
+        examples=examples,
     )

@@ -259,7 +259,7 @@ def _build_and_evaluate(
         base_version=candidate.base_version,
         partitions=scope.changed_partitions,
         diff=evaluation.counts,
-        decision=decision_dict(evaluation.decision),
+        decision=decision_dict(evaluation.decision, evaluation.examples),
         sample=evaluation.sample,
         high_impact=evaluation.high_impact,
         notifications_planned=planned_notifications(plan, run_id),

@@ -6,7 +6,7 @@ Built by the run itself, or read back from its ledger entries and review file al
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +76,7 @@ def outcome_from_state(state: RunState, *, resumed: bool = True) -> ReplayOutcom
         base_version=manifest.base_version if manifest else None,
         partitions=manifest.partitions if manifest else (),
         diff=dict(manifest.counts) if manifest else {},
-        decision=decision_dict(decision) if decision else {},
+        decision=decision_dict(decision, review.get("examples")) if decision else {},
         sample=tuple(review.get("sample", ())),
         high_impact=tuple(review.get("high_impact", ())),
         notifications_planned=planned_notifications(state.plan, state.run_id),
@@ -87,7 +87,14 @@ def outcome_from_state(state: RunState, *, resumed: bool = True) -> ReplayOutcom
     )
 
 
-def decision_dict(decision: ReconciliationDecision) -> dict[str, Any]:
-    """The decision's fields for an outcome (without ``kind`` and ``run_id``)."""
+def decision_dict(
+    decision: ReconciliationDecision, examples: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any]:
+    """The decision's fields for an outcome (without ``kind`` and ``run_id``), each check with its
+    ``examples`` (kept in the review file, not the ledger: :meth:`Reconciliation.examples`)."""
     data = decision.model_dump(mode="json", exclude={"kind", "run_id"})
+    checks = data.get("checks") or {}
+    for name, found in (examples or {}).items():
+        if isinstance(checks.get(name), dict):
+            checks[name]["examples"] = list(found)
     return data

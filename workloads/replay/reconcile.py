@@ -111,8 +111,16 @@ class Reconciliation:
     def check(self, name: str) -> Check:
         return next(c for c in self.checks if c.name == name)
 
+    def examples(self) -> dict[str, list[str]]:
+        """Each check's examples (row values: entity and correlation ids, a month), for the person
+        reading the outcome and the review file, which an erasure redacts; never for the ledger,
+        which nobody can redact (:meth:`ledger_fields`)."""
+        return {c.name: list(c.examples) for c in self.checks if c.examples}
+
     def ledger_fields(self) -> dict[str, Any]:
-        """Keyword arguments of :class:`ledger.entries.ReconciliationDecision` (minus run/table)."""
+        """Keyword arguments of :class:`ledger.entries.ReconciliationDecision` (minus run/table):
+        each check's verdict, violations, detail and counts, without its examples
+        (:meth:`examples`): an entry is kept for good, and an example may name a data subject."""
         return {
             "verdict": self.verdict,
             "affected_range": dict(self.affected_range),
@@ -128,7 +136,6 @@ class Reconciliation:
                     "passed": c.passed,
                     "violations": c.violations,
                     "detail": c.detail,
-                    "examples": list(c.examples),
                     **({"counts": dict(c.counts)} if c.counts else {}),
                 }
                 for c in self.checks

@@ -68,6 +68,13 @@ def write_review(
     return str(directory)
 
 
+def add_to_review(location: str, **fields: Any) -> None:
+    """Add ``fields`` to the review file in ``location`` (the checks' examples, once judged)."""
+    path = Path(location) / REVIEW_FILE
+    review = {**read_review(location), **fields}
+    path.write_text(json.dumps(review, sort_keys=True, indent=1, default=str), encoding="utf-8")
+
+
 def read_review(location: str | None) -> dict[str, Any]:
     """The review file in ``location`` (empty when there is none)."""
     if not location:

@@ -96,8 +96,7 @@ def verify_publication(
     details: dict[str, Any] = {
         "passed": check.passed,
         "violations": check.violations,
-        "detail": check.detail,
-        "examples": list(check.examples),
+        "detail": check.detail,  # the examples (row values) are printed, never recorded
         **({"counts": dict(check.counts)} if check.counts else {}),
     }
     decision = ReconciliationDecision(

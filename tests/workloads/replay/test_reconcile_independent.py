@@ -174,6 +174,15 @@ def test_a_version_that_quietly_drops_a_pair_is_caught(judged: Judged) -> None:
         "expected_pairs",
         "2025-02",
     )
+    recorded_check = recorded.checks["expected_pairs"]
+    assert isinstance(recorded_check, dict)
+    assert recorded_check["violations"] == 1
+    assert "examples" not in recorded_check, "row values never go into the ledger (no erasure reaches it)"
+    recorded_json = recorded.model_dump_json()
+    assert a not in recorded_json
+    assert b not in recorded_json
+    review = json.loads((Path(str(out.review_location)) / "review.json").read_text(encoding="utf-8"))
+    assert review["examples"]["expected_pairs"] == check["examples"], "kept in the review file instead"
 
 
 def test_a_version_that_quietly_invents_a_pair_is_caught(judged: Judged) -> None:
@@ -225,6 +234,7 @@ def test_a_check_after_publication_agrees_then_finds_the_revived_pair_and_says_r
     after = [d for d in decisions if AFTER_PUBLICATION in d.checks]
     assert [d.verdict for d in after] == ["publish", "rollback"]
     assert after[-1].first_bad_partition == "2025-02"
+    assert a not in after[-1].model_dump_json(), "the examples are printed, not recorded"
     assert judged.correct.status == "awaiting_approval", "the replay's own outcome, taken before publication"
 
 
