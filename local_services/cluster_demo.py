@@ -380,17 +380,11 @@ class Story:
 
 
 def subject_email(history: Path) -> str:
-    """The first address of the first member of the first planted fraud ring (a subject who
-    shares cards and devices, and under ER v2 an entity, with other persons), from the
-    generator's ground truth; the first person if no ring was planted."""
+    """The first address of the first person outside the planted fraud rings (an ordinary
+    customer asking to be erased), from the generator's ground truth."""
     truth = json.loads((history / "_ground_truth.json").read_text())
-    return ring_member_email(truth)
-
-
-def ring_member_email(truth: dict[str, Any]) -> str:
-    """:func:`subject_email` over the ground truth document."""
-    rings = {ring: members for ring, members in truth["rings"].items() if members}
-    person = min(rings[min(rings)]) if rings else min(truth["persons"])
+    ring_members = {person for members in truth["rings"].values() for person in members}
+    person = min(p for p in truth["persons"] if p not in ring_members)
     return str(truth["persons"][person]["emails"][0])
 
 

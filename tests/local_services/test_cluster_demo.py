@@ -9,13 +9,7 @@ import zipfile
 from pathlib import Path
 
 from lakehouse.config import load_config
-from local_services.cluster_demo import (
-    build_py_files,
-    json_documents,
-    read_event_log,
-    ring_member_email,
-    write_config,
-)
+from local_services.cluster_demo import build_py_files, json_documents, read_event_log, write_config
 
 
 def test_the_py_files_zip_holds_the_four_packages_and_is_the_same_twice(tmp_path: Path) -> None:
@@ -83,16 +77,3 @@ def test_an_event_log_gives_executors_and_tasks_per_executor(tmp_path: Path) -> 
         "failed": 1,
     }
     assert read_event_log(tmp_path / "missing")["executors"] == ()
-
-
-def test_the_demo_erases_the_first_member_of_the_first_planted_ring() -> None:
-    """Issue 37: a ring member shares an ER v2 entity with other persons; the demo erases one."""
-    from workloads.synthetic.ground_truth import identity_truth
-    from workloads.synthetic.population import build_population
-
-    truth = json.loads(json.dumps(identity_truth(build_population(20, 3, 7))))
-    email = ring_member_email(truth)
-    person = truth["identities"][email]
-    assert truth["persons"][person]["ring"] == min(truth["rings"])
-    assert person == min(truth["rings"][min(truth["rings"])])
-    assert ring_member_email({**truth, "rings": {}}) == truth["persons"]["P000001"]["emails"][0]
