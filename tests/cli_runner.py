@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +26,35 @@ class Ran:
     code: int
     stdout: str
     stderr: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of a history: its exit code and what it printed (parsed JSON when it printed some)."""
+
+    args: tuple[str, ...]
+    code: int
+    data: Any
+    stderr: str
+
+
+class Runner:
+    """Runs ``lakehouse ...`` in this process with a history's configuration, work dir and
+    instance, and keeps each step by name."""
+
+    def __init__(self, conf: Path, workdir: Path, env: dict[str, str]) -> None:
+        self.conf, self.workdir, self.env = conf, workdir, env
+        self.steps: dict[str, Step] = {}
+
+    def __call__(self, name: str, *args: str, json_out: bool = True) -> Step:
+        argv = [*args, "--conf", str(self.conf), "--workdir", str(self.workdir), "--quiet"]
+        argv += ["--json"] if json_out else []
+        ran = run_cli(argv, self.env)
+        text = ran.stdout
+        data = json.loads(text) if json_out and ran.code in (0, 1, 4, 5, 7) and text.strip() else text
+        step = Step(tuple(argv), ran.code, data, ran.stderr)
+        self.steps[name] = step
+        return step
 
 
 def instance_env(instance: str) -> dict[str, str]:

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from lakehouse.config import LakehouseConfig, load_config
-from tests.cli_runner import instance_env, run_cli
+from tests.cli_runner import Runner, Step, instance_env
 from tests.conftest import drop_all
 from tests.erasure_search import files_naming, words
 from tests.openlineage_schema import read_events, schema_errors
@@ -47,16 +47,6 @@ ML_TABLES = ("gold.training_sets", "gold.calibration_reports", "gold.fraud_score
 """Written by training-set, calibrate and score, which this history does not run."""
 RECONCILE_TABLES = ("ops.reconcile_reports",)
 """Written by reconcile, which this history does not run (tests/jobs/test_reconcile_cli.py does)."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One command: its exit code and what it printed (parsed JSON when it printed some)."""
-
-    args: tuple[str, ...]
-    code: int
-    data: Any
-    stderr: str
 
 
 @dataclass(frozen=True)
@@ -77,31 +67,10 @@ class History:
     streamed: dict[str, dict[str, Any]]
     """The streaming tables after the crashed stream, after its resumption, after the Gold build."""
     remade: dict[str, bytes]
-    """The files of the extract made again after the erasure, read before the later erasures."""
-    ring: dict[str, Any] = field(default_factory=dict)
-    """Issue 37: two planted ring members erased under ER v2 (:func:`ring_subjects`), and what
-    Silver holds of their rings after the erasures (``after``)."""
+    """The files of the extract made again after the erasure."""
 
     def __getitem__(self, name: str) -> Step:
         return self.steps[name]
-
-
-class Runner:
-    """Runs ``lakehouse ...`` in this process with the module's work dir and instance."""
-
-    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
-        self.workdir, self.env = workdir, env
-        self.steps: dict[str, Step] = {}
-
-    def __call__(self, name: str, *args: str, json_out: bool = True) -> Step:
-        argv = [*args, "--conf", str(CONF), "--workdir", str(self.workdir), "--quiet"]
-        argv += ["--json"] if json_out else []
-        ran = run_cli(argv, self.env)
-        text = ran.stdout
-        data = json.loads(text) if json_out and ran.code in (0, 1, 4, 5, 7) and text.strip() else text
-        step = Step(tuple(argv), ran.code, data, ran.stderr)
-        self.steps[name] = step
-        return step
 
 
 def history_step(run: Runner, name: str) -> Step:
@@ -175,7 +144,7 @@ def history(
     config = load_config(CONF, environ=env, overrides={"workdir": str(workdir)})
     folder = tmp_path_factory.mktemp("cli")
     deliveries = folder / "history"
-    run = Runner(workdir, env)
+    run = Runner(CONF, workdir, env)
 
     run("tables-before", "tables")
     run("generate", "generate", "--out", str(deliveries), "--entities", "20", "--months", "2")
@@ -309,7 +278,7 @@ def history(
         "--out",
         after_erasure,
     )
-    # read before the ring members' erasures below, which delete the extracts that may hold them
+    # read now: a later erasure deletes the extracts that may hold its subject
     remade = (
         {p.name: p.read_bytes() for p in Path(after_erasure).iterdir()}
         if Path(after_erasure).is_dir()
@@ -325,29 +294,6 @@ def history(
     run("ledger-verify-after-erase", "ledger", "verify", "--history")
     run("asof-after-erase", "asof", "gold.correlations", "--at", datetime.now(UTC).isoformat())
     subject_after = subject_identifiers(spark_session, config, email=email)
-
-    # issue 37: planted fraud-ring members, with ER v2 in force (its card rule gives a ring one
-    # entity id): one whose own v1 id names the ring (re-keyed in the others' rows), one who
-    # borrowed another member's id (left in theirs); erased in turn, each verified
-    silver_v1 = silver_version(spark_session, config)
-    run("build-silver-er-v2", "build", "silver", "--engine", "entity_resolution@2")
-    ring = ring_subjects(spark_session, config, deliveries, silver_v1)
-    for kind, request in (("named", "REQ-RING-1"), ("borrowing", "REQ-RING-2")):
-        address = ring[kind]["email"]
-        run(f"erase-ring-{kind}-dry-run", "erase", "--subject-email", address, "--dry-run")
-        done = run(
-            f"erase-ring-{kind}",
-            "erase",
-            "--subject-email",
-            address,
-            "--request",
-            request,
-            "--reason",
-            "GDPR art. 17",
-        )
-        cert = done.data["certificate"]["certificate_id"] if done.code == 0 else "erasure-missing"
-        run(f"erase-ring-{kind}-verify", "erase", "--verify", cert)
-    ring["after"] = ring_rows(spark_session, config, ring)
 
     # behind the product's back: a serving row, then the ledger
     at = datetime.now(UTC).isoformat()
@@ -365,75 +311,8 @@ def history(
     run("ledger-verify-tampered", "ledger", "verify")
 
     streamed = {"after_crash": after_crash, "resumed": resumed, "reconciled": reconciled}
-    yield History(
-        run.steps, config, env, subject, subject_after, resent_lines, delivered, streamed, remade, ring
-    )
+    yield History(run.steps, config, env, subject, subject_after, resent_lines, delivered, streamed, remade)
     drop_all(TableRegistry(spark_session, config))
-
-
-def silver_version(spark: Any, config: LakehouseConfig) -> int:
-    from lakehouse.tables import TableRegistry
-
-    version = TableRegistry(spark, config).get("silver.events").current_version()
-    assert version is not None
-    return version
-
-
-def ring_subjects(spark: Any, config: LakehouseConfig, deliveries: Path, v1_version: int) -> dict[str, Any]:
-    """Two addresses of planted ring members (the generator's ground truth) with Silver rows,
-    each sharing its ER v2 entity id with other addresses' rows: ``named`` (the ring's id is its
-    own v1 id, the smallest) and ``borrowing`` (another ring's member named it), with that id
-    and the other addresses that hold it."""
-    from pyspark.sql import functions as F
-
-    from lakehouse.tables import TableRegistry
-
-    truth = json.loads((deliveries / "_ground_truth.json").read_text())
-    silver = TableRegistry(spark, config).get("silver.events")
-    key = F.lower(F.trim("customer_email"))
-    pairs = [key.alias("v"), F.col("entity_id").alias("e")]
-    v1 = {r["v"]: r["e"] for r in silver.read(v1_version).select(*pairs).distinct().collect() if r["v"]}
-    v2 = {r["v"]: r["e"] for r in silver.read().select(*pairs).distinct().collect() if r["v"]}
-    found: dict[str, dict[str, Any]] = {}
-    for ring in sorted(truth["rings"]):
-        members = {e.strip().lower() for p in truth["rings"][ring] for e in truth["persons"][p]["emails"]}
-        present = sorted(members & set(v2))
-        for address in present:
-            others = sorted(a for a in present if a != address and v2[a] == v2[address])
-            if not others or v2[address] is None:
-                continue
-            kind = "named" if v1.get(address) == v2[address] else "borrowing"
-            if kind not in found and ring not in {f["ring"] for f in found.values()}:
-                found[kind] = {"ring": ring, "email": address, "entity": v2[address], "others": others}
-    assert set(found) == {"named", "borrowing"}, f"two rings with a shared ER v2 id: {found}"
-    before = ring_rows(spark, config, found)
-    for kind in found:
-        found[kind]["before"] = before[kind]
-    return found
-
-
-def ring_rows(spark: Any, config: LakehouseConfig, ring: dict[str, Any]) -> dict[str, Any]:
-    """Per erased ring member: the other addresses' Silver rows and their entity ids, the rows
-    under the member's shared id, and the Gold daily rows under it."""
-    from pyspark.sql import functions as F
-
-    from lakehouse.tables import TableRegistry
-
-    registry = TableRegistry(spark, config)
-    silver = registry.get("silver.events").read()
-    daily = registry.get("gold.entity_daily").read()
-    out: dict[str, Any] = {}
-    for kind in ("named", "borrowing"):
-        others = silver.where(F.lower(F.trim("customer_email")).isin(ring[kind]["others"]))
-        entity = ring[kind]["entity"]
-        out[kind] = {
-            "others_rows": others.count(),
-            "others_entities": sorted({r[0] for r in others.select("entity_id").distinct().collect()}),
-            "rows_under_entity": silver.where(F.col("entity_id") == entity).count(),
-            "daily_under_entity": daily.where(F.col("entity_id") == entity).count(),
-            "subject_rows": silver.where(F.lower(F.trim("customer_email")) == ring[kind]["email"]).count(),
-        }
-    return out
 
 
 def stream_tables(spark: Any, config: LakehouseConfig) -> dict[str, Any]:
@@ -983,48 +862,3 @@ def test_the_gold_build_reconciles_the_provisional_rows_into_the_four_outcomes(h
     flagged = any(s["flagged"] for s in figures["scopes"])
     assert history["divergence"].code == (4 if flagged else 0)
     assert "streaming against batch" in history["divergence"].data
-
-
-def test_planted_ring_members_are_erased_and_verified_whatever_they_share(history: History) -> None:
-    """Issue 37, under ER v2 (a ring is one entity): erasing a ring member exits 0 and verifies.
-    The member whose own v1 id names the ring: that id is found nowhere afterwards, and the
-    other members keep their rows under one new ``rk-`` id. The member who borrowed another
-    member's id: that id stays theirs, on the same rows."""
-    steps = [f"erase-ring-{k}{s}" for k in ("named", "borrowing") for s in ("-dry-run", "", "-verify")]
-    assert codes(history, "build-silver-er-v2", *steps) == dict.fromkeys(("build-silver-er-v2", *steps), 0), {
-        name: (history[name].stderr[-1500:], json.dumps(history[name].data, default=str)[-3000:])
-        for name in steps
-        if history[name].code
-    }
-    named, borrowing = history.ring["named"], history.ring["borrowing"]
-    after = history.ring["after"]
-
-    dry = history["erase-ring-named-dry-run"].data["places"]["identifiers"]
-    assert dry["shared_entities"] >= 1, "the ring's id is the subject's own: re-keyed in the others' rows"
-    certificate = history["erase-ring-named"].data["certificate"]
-    assert certificate["verification"]["hits"] == []
-    assert history["erase-ring-named-verify"].data["hits"] == []
-    assert "entity_id" in certificate["tables"]["silver.events"]["redacted"]
-    assert after["named"]["subject_rows"] == 0
-    assert after["named"]["rows_under_entity"] == 0, "the old id is gone from Silver"
-    assert after["named"]["daily_under_entity"] == 0, "and from Gold (a shared entity's daily rows go)"
-    assert after["named"]["others_rows"] == named["before"]["others_rows"], "the others' rows stay"
-    new_ids = after["named"]["others_entities"]
-    assert len(new_ids) == 1, new_ids
-    assert new_ids[0].startswith("rk-"), "one new id for the whole rest of the ring"
-    from lakehouse.tables import TableRegistry
-
-    registry = TableRegistry(_spark(), history.config)
-    assert files_naming(registry, [named["email"], named["entity"]]) == []
-
-    dry = history["erase-ring-borrowing-dry-run"].data["places"]["identifiers"]
-    assert dry["borrowed_entities"] >= 1, "another member's own id is not the subject's identifier"
-    certificate = history["erase-ring-borrowing"].data["certificate"]
-    assert certificate["verification"]["hits"] == []
-    assert history["erase-ring-borrowing-verify"].data["hits"] == []
-    assert after["borrowing"]["subject_rows"] == 0
-    assert after["borrowing"]["others_rows"] == borrowing["before"]["others_rows"]
-    assert after["borrowing"]["others_entities"] == [borrowing["entity"]], "the borrowed id stays theirs"
-    under = after["borrowing"]["rows_under_entity"]
-    assert borrowing["before"]["others_rows"] <= under < borrowing["before"]["rows_under_entity"]
-    assert files_naming(registry, [borrowing["email"]]) == []

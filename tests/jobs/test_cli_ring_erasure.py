@@ -1,0 +1,201 @@
+"""Issue 37: planted fraud-ring members erased through the command line, whatever they share.
+
+A small history of its own (generate -> ingest each feed -> build silver under ER v1 -> build
+gold -> build silver under ER v2, whose card rule gives a ring one entity id), then two ring
+members erased in turn, each with its dry run and its certificate verified again: one whose
+own v1 id names the ring (re-keyed in the other members' rows), one who borrowed another
+member's id (left in theirs). Apart from the CLI history, so that both fit the suite's
+per-test ceiling and run on the two workers side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakehouse.config import LakehouseConfig, load_config
+from tests.cli_runner import Runner, Step, instance_env
+from tests.conftest import drop_all
+from tests.erasure_search import files_naming
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+CONF = REPO / "conf" / "lakehouse.yaml"
+FEEDS = ("orders", "refunds", "logins", "settlements", "outcomes")
+
+
+@dataclass(frozen=True)
+class RingHistory:
+    """The steps by name, the configuration, the Spark session and the two ring members
+    (:func:`ring_subjects`) with what Silver holds of their rings after the erasures (``after``)."""
+
+    steps: dict[str, Step]
+    config: LakehouseConfig
+    spark: Any
+    ring: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def history(
+    spark_session: Any, lakehouse_config: LakehouseConfig, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RingHistory]:
+    instance = f"ring{uuid.uuid4().hex[:6]}"
+    env = instance_env(instance)
+    workdir = lakehouse_config.workdir_path
+    config = load_config(CONF, environ=env, overrides={"workdir": str(workdir)})
+    deliveries = tmp_path_factory.mktemp("ring") / "history"
+    run = Runner(CONF, workdir, env)
+    run("generate", "generate", "--out", str(deliveries), "--entities", "20", "--months", "2")
+    for feed in FEEDS:
+        run(f"ingest-{feed}", "ingest", "--feed", feed, "--source", str(deliveries))
+    run("build-silver", "build", "silver", "--engine", "entity_resolution@1")
+    run("build-gold", "build", "gold")
+    silver_v1 = silver_version(spark_session, config)
+    run("build-silver-er-v2", "build", "silver", "--engine", "entity_resolution@2")
+    ring = ring_subjects(spark_session, config, deliveries, silver_v1)
+    for kind, request in (("named", "REQ-RING-1"), ("borrowing", "REQ-RING-2")):
+        address = ring[kind]["email"]
+        run(f"erase-ring-{kind}-dry-run", "erase", "--subject-email", address, "--dry-run")
+        done = run(
+            f"erase-ring-{kind}",
+            "erase",
+            "--subject-email",
+            address,
+            "--request",
+            request,
+            "--reason",
+            "GDPR art. 17",
+        )
+        cert = done.data["certificate"]["certificate_id"] if done.code == 0 else "erasure-missing"
+        run(f"erase-ring-{kind}-verify", "erase", "--verify", cert)
+    ring["after"] = ring_rows(spark_session, config, ring)
+    yield RingHistory(run.steps, config, spark_session, ring)
+    from lakehouse.tables import TableRegistry
+
+    drop_all(TableRegistry(spark_session, config))
+
+
+def test_the_history_before_the_erasures_exits_0(history: RingHistory) -> None:
+    names = [*(f"ingest-{feed}" for feed in FEEDS), "generate", "build-silver", "build-gold"]
+    assert {n: history.steps[n].code for n in names} == dict.fromkeys(names, 0), {
+        n: history.steps[n].stderr[-1500:] for n in names if history.steps[n].code
+    }
+
+
+def test_planted_ring_members_are_erased_and_verified_whatever_they_share(history: RingHistory) -> None:
+    """Issue 37, under ER v2 (a ring is one entity): erasing a ring member exits 0 and verifies.
+    The member whose own v1 id names the ring: that id is found nowhere afterwards, and the
+    other members keep their rows under one new ``rk-`` id. The member who borrowed another
+    member's id: that id stays theirs, on the same rows."""
+    steps = [f"erase-ring-{k}{s}" for k in ("named", "borrowing") for s in ("-dry-run", "", "-verify")]
+    assert {n: history.steps[n].code for n in ("build-silver-er-v2", *steps)} == dict.fromkeys(
+        ("build-silver-er-v2", *steps), 0
+    ), {
+        name: (history.steps[name].stderr[-1500:], json.dumps(history.steps[name].data, default=str)[-3000:])
+        for name in steps
+        if history.steps[name].code
+    }
+    named, borrowing = history.ring["named"], history.ring["borrowing"]
+    after = history.ring["after"]
+
+    dry = history.steps["erase-ring-named-dry-run"].data["places"]["identifiers"]
+    assert dry["shared_entities"] >= 1, "the ring's id is the subject's own: re-keyed in the others' rows"
+    certificate = history.steps["erase-ring-named"].data["certificate"]
+    assert certificate["verification"]["hits"] == []
+    assert history.steps["erase-ring-named-verify"].data["hits"] == []
+    assert "entity_id" in certificate["tables"]["silver.events"]["redacted"]
+    assert after["named"]["subject_rows"] == 0
+    assert after["named"]["rows_under_entity"] == 0, "the old id is gone from Silver"
+    assert after["named"]["daily_under_entity"] == 0, "and from Gold (a shared entity's daily rows go)"
+    assert after["named"]["others_rows"] == named["before"]["others_rows"], "the others' rows stay"
+    new_ids = after["named"]["others_entities"]
+    assert len(new_ids) == 1, new_ids
+    assert new_ids[0].startswith("rk-"), "one new id for the whole rest of the ring"
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(history.spark, history.config)
+    assert files_naming(registry, [named["email"], named["entity"]]) == []
+
+    dry = history.steps["erase-ring-borrowing-dry-run"].data["places"]["identifiers"]
+    assert dry["borrowed_entities"] >= 1, "another member's own id is not the subject's identifier"
+    certificate = history.steps["erase-ring-borrowing"].data["certificate"]
+    assert certificate["verification"]["hits"] == []
+    assert history.steps["erase-ring-borrowing-verify"].data["hits"] == []
+    assert after["borrowing"]["subject_rows"] == 0
+    assert after["borrowing"]["others_rows"] == borrowing["before"]["others_rows"]
+    assert after["borrowing"]["others_entities"] == [borrowing["entity"]], "the borrowed id stays theirs"
+    under = after["borrowing"]["rows_under_entity"]
+    assert borrowing["before"]["others_rows"] <= under < borrowing["before"]["rows_under_entity"]
+    assert files_naming(registry, [borrowing["email"]]) == []
+
+
+def silver_version(spark: Any, config: LakehouseConfig) -> int:
+    from lakehouse.tables import TableRegistry
+
+    version = TableRegistry(spark, config).get("silver.events").current_version()
+    assert version is not None
+    return version
+
+
+def ring_subjects(spark: Any, config: LakehouseConfig, deliveries: Path, v1_version: int) -> dict[str, Any]:
+    """Two addresses of planted ring members (the generator's ground truth) with Silver rows,
+    each sharing its ER v2 entity id with other addresses' rows: ``named`` (the ring's id is its
+    own v1 id, the smallest) and ``borrowing`` (another ring's member named it), with that id
+    and the other addresses that hold it."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    truth = json.loads((deliveries / "_ground_truth.json").read_text())
+    silver = TableRegistry(spark, config).get("silver.events")
+    key = F.lower(F.trim("customer_email"))
+    pairs = [key.alias("v"), F.col("entity_id").alias("e")]
+    v1 = {r["v"]: r["e"] for r in silver.read(v1_version).select(*pairs).distinct().collect() if r["v"]}
+    v2 = {r["v"]: r["e"] for r in silver.read().select(*pairs).distinct().collect() if r["v"]}
+    found: dict[str, dict[str, Any]] = {}
+    for ring in sorted(truth["rings"]):
+        members = {e.strip().lower() for p in truth["rings"][ring] for e in truth["persons"][p]["emails"]}
+        present = sorted(members & set(v2))
+        for address in present:
+            others = sorted(a for a in present if a != address and v2[a] == v2[address])
+            if not others or v2[address] is None:
+                continue
+            kind = "named" if v1.get(address) == v2[address] else "borrowing"
+            if kind not in found and ring not in {f["ring"] for f in found.values()}:
+                found[kind] = {"ring": ring, "email": address, "entity": v2[address], "others": others}
+    assert set(found) == {"named", "borrowing"}, f"two rings with a shared ER v2 id: {found}"
+    before = ring_rows(spark, config, found)
+    for kind in found:
+        found[kind]["before"] = before[kind]
+    return found
+
+
+def ring_rows(spark: Any, config: LakehouseConfig, ring: dict[str, Any]) -> dict[str, Any]:
+    """Per erased ring member: the other addresses' Silver rows and their entity ids, the rows
+    under the member's shared id, and the Gold daily rows under it."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(spark, config)
+    silver = registry.get("silver.events").read()
+    daily = registry.get("gold.entity_daily").read()
+    out: dict[str, Any] = {}
+    for kind in ("named", "borrowing"):
+        others = silver.where(F.lower(F.trim("customer_email")).isin(ring[kind]["others"]))
+        entity = ring[kind]["entity"]
+        out[kind] = {
+            "others_rows": others.count(),
+            "others_entities": sorted({r[0] for r in others.select("entity_id").distinct().collect()}),
+            "rows_under_entity": silver.where(F.col("entity_id") == entity).count(),
+            "daily_under_entity": daily.where(F.col("entity_id") == entity).count(),
+            "subject_rows": silver.where(F.lower(F.trim("customer_email")) == ring[kind]["email"]).count(),
+        }
+    return out
