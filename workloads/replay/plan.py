@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from lakehouse.digest import digest_of
 from lakehouse.models import StrictModel, read_yaml_mapping, validate_file
+from workloads.replay.answer import ANSWER_TABLES, AnswerTable, answer_table, unknown_answer
 from workloads.vocabulary import TableName
 
 log = logging.getLogger(__name__)
@@ -30,11 +31,27 @@ class Purpose(StrEnum):
 
 
 class Answer(StrictModel):
-    """The derived answer the plan restates, and who stands behind it."""
+    """The derived answer the plan restates, and who stands behind it.
+
+    ``table`` must be a declared answer table (:mod:`workloads.replay.answer`): the flow reads
+    its declaration, so a table without one is refused with the plan, before a JVM starts.
+    """
 
     table: str = TableName.CORRELATIONS.value
     authority: str
     description: str = ""
+
+    @field_validator("table")
+    @classmethod
+    def _declared(cls, value: str) -> str:
+        if value not in ANSWER_TABLES:
+            raise ValueError(unknown_answer(value))
+        return value
+
+    @property
+    def declaration(self) -> AnswerTable:
+        """The answer table's declaration (row identity, partitioning, content, checks)."""
+        return answer_table(self.table)
 
 
 class EngineChange(StrictModel):
