@@ -1,7 +1,10 @@
 """The candidate's content: which serving rows a replay supersedes or retracts, and what it adds.
 
-Pure DataFrame functions over rows in the ``gold.correlations`` schema (statuses are
-:class:`~workloads.vocabulary.CorrelationStatus`).
+Pure DataFrame functions over rows of an answer table, named by its declaration
+(:class:`~workloads.replay.answer.AnswerTable`; ``gold.correlations`` when none is given;
+statuses are :class:`~workloads.vocabulary.CorrelationStatus`). Below, the columns are
+``gold.correlations``' own: its key ``correlation_id``, its subjects ``entity_a`` and
+``entity_b``, its kind ``correlation_type``, its partition ``valid_month``.
 
 **Row identity** is ``(correlation_id, run_id)``: a run writes at most one row per
 correlation id, and a row keeps its identity when its lifecycle columns change. At most
@@ -42,28 +45,33 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
+from workloads.replay.answer import (
+    CORRELATIONS,
+    RECORDED_AT,
+    RUN,
+    STATUS,
+    SUPERSEDE_REASON,
+    SUPERSEDED_AT,
+    SUPERSEDED_BY,
+    WHEN,
+    AnswerTable,
+)
 from workloads.replay.scope import NEW, OLD
 from workloads.vocabulary import CURRENT_STATUSES, INACTIVE_STATUSES, CorrelationStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-IDENTITY: Final[tuple[str, ...]] = ("correlation_id", "run_id")
-CONTENT_COLUMNS: Final[tuple[str, ...]] = (
-    "correlation_type",
-    "entity_a",
-    "entity_b",
-    "valid_from",
-    "valid_to",
-    "valid_month",
-    "confidence",
-    "evidence",
-)
-"""What a correlation asserts. The engine label, run and lifecycle columns are not content:
-a row that says the same under the new engine is not rewritten."""
-WHEN_COLUMNS: Final[tuple[str, ...]] = ("recorded_at", "superseded_at")
+IDENTITY: Final[tuple[str, ...]] = CORRELATIONS.identity
+"""``gold.correlations``' row identity (:attr:`AnswerTable.identity`)."""
+CONTENT_COLUMNS: Final[tuple[str, ...]] = CORRELATIONS.content
+"""What a correlation asserts (:attr:`AnswerTable.content`). The engine label, run and
+lifecycle columns are not content: a row that says the same under the new engine is not
+rewritten."""
+WHEN_COLUMNS: Final[tuple[str, ...]] = WHEN
 """Columns that record *when*, excluded from content hashes of candidates."""
-PARTITION: Final = "valid_month"
+PARTITION: Final = CORRELATIONS.partition
+"""``gold.correlations``' partition (:attr:`AnswerTable.partition`)."""
 
 SUPERSEDED: Final = CorrelationStatus.SUPERSEDED
 RETRACTED: Final = CorrelationStatus.RETRACTED
@@ -82,28 +90,36 @@ class Reasons:
     no_longer: str
 
     @classmethod
-    def of(cls, *, plan: str, run_id: str, change: str, new_engine: str, verb: str = "restated") -> Reasons:
-        """``verb`` says what kind of restatement it is: ``recalibrated`` when the new release
+    def of(
+        cls,
+        *,
+        plan: str,
+        run_id: str,
+        change: str,
+        new_engine: str,
+        verb: str = "restated",
+        answer: AnswerTable = CORRELATIONS,
+    ) -> Reasons:
+        """The answer table's reason template (:attr:`AnswerTable.reasons`) for one run.
+
+        ``verb`` says what kind of restatement it is: ``recalibrated`` when the new release
         only maps confidences through calibrators (``lakehouse calibrate --declare``)."""
-        tail = f"(plan {plan}, run {run_id}: {change})"
         return cls(
-            superseded=f"{verb} under {new_engine} {tail}",
-            merged=f"retracted: both entities resolve to one entity under {new_engine} {tail}",
-            no_longer=f"retracted: pair no longer correlated under {new_engine} {tail}",
+            **answer.reasons.render(plan=plan, run_id=run_id, change=change, new_engine=new_engine, verb=verb)
         )
 
 
-def is_current(column: str = "status") -> Column:
+def is_current(column: str = STATUS) -> Column:
     from pyspark.sql import functions as F
 
     return F.col(column).isin(*CURRENT_STATUSES)
 
 
-def _same_content(left: str, right: str) -> Column:
+def _same_content(left: str, right: str, columns: Sequence[str]) -> Column:
     from pyspark.sql import functions as F
 
     same = F.lit(True)
-    for column in CONTENT_COLUMNS:
+    for column in columns:
         same = same & F.col(f"{left}.{column}").eqNullSafe(F.col(f"{right}.{column}"))
     return same
 
@@ -117,7 +133,7 @@ class Classified:
     inserted: DataFrame
     """New rows of this run (``authoritative``)."""
     unchanged_ids: DataFrame
-    """``correlation_id`` of serving rows kept as they are."""
+    """The key (``correlation_id``) of serving rows kept as they are."""
     transitions: DataFrame
     """One row per change for reviewers: kind, old and new id, pairs, confidences, delta."""
 
@@ -129,42 +145,47 @@ def classify(
     *,
     reasons: Reasons,
     built_at: datetime,
+    answer: AnswerTable = CORRELATIONS,
 ) -> Classified:
     """Split the scope into kept, retired and inserted rows (see the module docstring).
 
     ``serving_in_scope``: current serving rows involving a recomputed entity.
     ``recomputed``: the producer's rows for the scope, already labelled with this run.
     ``mapping``: ``(old_entity, new_entity)`` from :func:`workloads.replay.scope.entity_mapping`.
+    ``answer``: the table's declaration; the successor rule maps its two ordered subjects
+    (``entity_a < entity_b``) and looks among rows of the same kind.
     """
     from pyspark.sql import functions as F
 
+    key, kind_column, impact = answer.key, answer.kind, answer.impact
+    first, second = answer.subjects
     columns = serving_in_scope.columns
     old, new = serving_in_scope.alias("o"), recomputed.alias("n")
     unchanged_ids = (
-        old.join(new, F.col("o.correlation_id") == F.col("n.correlation_id"))
-        .where(_same_content("o", "n"))
-        .select(F.col("o.correlation_id").alias("correlation_id"))
+        old.join(new, F.col(f"o.{key}") == F.col(f"n.{key}"))
+        .where(_same_content("o", "n", answer.content))
+        .select(F.col(f"o.{key}").alias(key))
         .distinct()
     )
-    inserted = recomputed.join(unchanged_ids, "correlation_id", "left_anti")
-    to_retire = serving_in_scope.join(unchanged_ids, "correlation_id", "left_anti")
-    kept = serving_in_scope.join(unchanged_ids, "correlation_id", "left_semi")
+    inserted = recomputed.join(unchanged_ids, key, "left_anti")
+    to_retire = serving_in_scope.join(unchanged_ids, key, "left_anti")
+    kept = serving_in_scope.join(unchanged_ids, key, "left_semi")
     after = (
-        inserted.select("correlation_type", "entity_a", "entity_b", "correlation_id", "confidence")
-        .unionByName(kept.select("correlation_type", "entity_a", "entity_b", "correlation_id", "confidence"))
-        .groupBy("correlation_type", F.col("entity_a").alias("_sa"), F.col("entity_b").alias("_sb"))
-        .agg(F.min(F.struct("correlation_id", "confidence")).alias("_succ"))
+        inserted.select(kind_column, first, second, key, impact)
+        .unionByName(kept.select(kind_column, first, second, key, impact))
+        .groupBy(kind_column, F.col(first).alias("_sa"), F.col(second).alias("_sb"))
+        .agg(F.min(F.struct(key, impact)).alias("_succ"))
     )
     ma = mapping.select(F.col(OLD).alias("_oa"), F.col(NEW).alias("_ma"))
     mb = mapping.select(F.col(OLD).alias("_ob"), F.col(NEW).alias("_mb"))
     mapped = (
-        to_retire.join(ma, to_retire["entity_a"] == ma["_oa"], "left")
-        .join(mb, to_retire["entity_b"] == mb["_ob"], "left")
-        .withColumn("_ma", F.coalesce("_ma", "entity_a"))
-        .withColumn("_mb", F.coalesce("_mb", "entity_b"))
+        to_retire.join(ma, to_retire[first] == ma["_oa"], "left")
+        .join(mb, to_retire[second] == mb["_ob"], "left")
+        .withColumn("_ma", F.coalesce("_ma", first))
+        .withColumn("_mb", F.coalesce("_mb", second))
         .withColumn("_sa", F.least("_ma", "_mb"))
         .withColumn("_sb", F.greatest("_ma", "_mb"))
-        .join(after, ["correlation_type", "_sa", "_sb"], "left")
+        .join(after, [kind_column, "_sa", "_sb"], "left")
     )
     merged = F.col("_ma") == F.col("_mb")
     has_successor = F.col("_succ").isNotNull() & ~merged
@@ -175,58 +196,70 @@ def classify(
         .otherwise(F.lit(reasons.no_longer))
     )
     retired_all = mapped.withColumn("kind", kind).select(
-        *[c for c in columns if c not in ("status", "superseded_at", "superseded_by", "supersede_reason")],
-        F.when(has_successor, F.lit(SUPERSEDED)).otherwise(F.lit(RETRACTED)).alias("status"),
-        F.lit(built_at).cast("timestamp").alias("superseded_at"),
-        F.when(has_successor, F.col("_succ.correlation_id")).alias("superseded_by"),
-        reason.alias("supersede_reason"),
+        *[c for c in columns if c not in (STATUS, SUPERSEDED_AT, SUPERSEDED_BY, SUPERSEDE_REASON)],
+        F.when(has_successor, F.lit(SUPERSEDED)).otherwise(F.lit(RETRACTED)).alias(STATUS),
+        F.lit(built_at).cast("timestamp").alias(SUPERSEDED_AT),
+        F.when(has_successor, F.col(f"_succ.{key}")).alias(SUPERSEDED_BY),
+        reason.alias(SUPERSEDE_REASON),
         "kind",
-        F.col("_succ.correlation_id").alias("_succ_id"),
-        F.col("_succ.confidence").alias("_succ_conf"),
+        F.col(f"_succ.{key}").alias("_succ_id"),
+        F.col(f"_succ.{impact}").alias("_succ_conf"),
     )
     retired = retired_all.select(*columns, "kind")
-    transitions = _transitions(retired_all, inserted)
+    transitions = _transitions(retired_all, inserted, answer)
     return Classified(
         retired=retired, inserted=inserted, unchanged_ids=unchanged_ids, transitions=transitions
     )
 
 
-def _transitions(retired: DataFrame, inserted: DataFrame) -> DataFrame:
-    """Reviewer rows: every retirement (with its successor) and every insert without predecessor."""
+def _transitions(retired: DataFrame, inserted: DataFrame, answer: AnswerTable) -> DataFrame:
+    """Reviewer rows: every retirement (with its successor) and every insert without predecessor.
+
+    Columns: ``kind``, ``old_id``, ``new_id``, the table's kind column, ``old_pair`` (the
+    subjects), its partition, ``old_<impact>``, ``new_<impact>``, ``<impact>_delta`` and
+    ``reason`` (for ``gold.correlations``: ``old_confidence``, ``confidence_delta``...).
+    """
     from pyspark.sql import functions as F
 
-    succ_conf = F.when(F.col("status") == SUPERSEDED, F.col("_succ_conf"))
+    key, impact = answer.key, answer.impact
+    succ_conf = F.when(F.col(STATUS) == SUPERSEDED, F.col("_succ_conf"))
     olds = retired.select(
-        F.col("status").alias("kind"),
-        F.col("correlation_id").alias("old_id"),
-        F.col("superseded_by").alias("new_id"),
-        "correlation_type",
-        F.concat_ws(" ", "entity_a", "entity_b").alias("old_pair"),
-        "valid_month",
-        F.col("confidence").alias("old_confidence"),
-        succ_conf.alias("new_confidence"),
-        (F.coalesce(succ_conf, F.lit(0.0)) - F.col("confidence")).alias("confidence_delta"),
-        F.col("supersede_reason").alias("reason"),
+        F.col(STATUS).alias("kind"),
+        F.col(key).alias("old_id"),
+        F.col(SUPERSEDED_BY).alias("new_id"),
+        answer.kind,
+        F.concat_ws(" ", *answer.subjects).alias("old_pair"),
+        answer.partition,
+        F.col(impact).alias(f"old_{impact}"),
+        succ_conf.alias(f"new_{impact}"),
+        (F.coalesce(succ_conf, F.lit(0.0)) - F.col(impact)).alias(impact_delta(answer)),
+        F.col(SUPERSEDE_REASON).alias("reason"),
     )
-    successors = retired.where(F.col("status") == SUPERSEDED).select(F.col("superseded_by").alias("_sid"))
-    fresh = inserted.join(successors, inserted["correlation_id"] == successors["_sid"], "left_anti").select(
+    successors = retired.where(F.col(STATUS) == SUPERSEDED).select(F.col(SUPERSEDED_BY).alias("_sid"))
+    fresh = inserted.join(successors, inserted[key] == successors["_sid"], "left_anti").select(
         F.lit(INSERTED).alias("kind"),
         F.lit(None).cast("string").alias("old_id"),
-        F.col("correlation_id").alias("new_id"),
-        "correlation_type",
+        F.col(key).alias("new_id"),
+        answer.kind,
         F.lit(None).cast("string").alias("old_pair"),
-        "valid_month",
-        F.lit(None).cast("double").alias("old_confidence"),
-        F.col("confidence").alias("new_confidence"),
-        F.col("confidence").alias("confidence_delta"),
+        answer.partition,
+        F.lit(None).cast("double").alias(f"old_{impact}"),
+        F.col(impact).alias(f"new_{impact}"),
+        F.col(impact).alias(impact_delta(answer)),
         F.lit(None).cast("string").alias("reason"),
     )
     return olds.unionByName(fresh)
 
 
-def candidate_partitions(classified: Classified) -> DataFrame:
-    """``valid_month`` of every row the candidate changes (retired or inserted)."""
-    return classified.retired.select(PARTITION).unionByName(classified.inserted.select(PARTITION)).distinct()
+def impact_delta(answer: AnswerTable) -> str:
+    """The transitions' column holding the change of the table's impact figure (``confidence_delta``)."""
+    return f"{answer.impact}_delta"
+
+
+def candidate_partitions(classified: Classified, answer: AnswerTable = CORRELATIONS) -> DataFrame:
+    """The partition (``valid_month``) of every row the candidate changes (retired or inserted)."""
+    column = answer.partition
+    return classified.retired.select(column).unionByName(classified.inserted.select(column)).distinct()
 
 
 def changes_of(classified: Classified) -> DataFrame:
@@ -234,7 +267,9 @@ def changes_of(classified: Classified) -> DataFrame:
     return classified.retired.drop("kind").unionByName(classified.inserted)
 
 
-def extract_changes(after: DataFrame, before: DataFrame, run_id: str) -> DataFrame:
+def extract_changes(
+    after: DataFrame, before: DataFrame, run_id: str, answer: AnswerTable = CORRELATIONS
+) -> DataFrame:
     """The rows of ``after`` that belong to ``run_id``: its own rows and the rows it retired.
 
     A retired row is inactive in ``after`` and has the identity of a current row of
@@ -242,16 +277,22 @@ def extract_changes(after: DataFrame, before: DataFrame, run_id: str) -> DataFra
     """
     from pyspark.sql import functions as F
 
-    was_current = before.where(is_current()).select(*IDENTITY).withColumn("_was_current", F.lit(True))
-    marked = after.join(was_current, list(IDENTITY), "left")
-    mine = (F.col("run_id") == F.lit(run_id)) | (
-        F.col("status").isin(*INACTIVE_STATUSES) & F.col("_was_current").isNotNull()
+    identity = list(answer.identity)
+    was_current = before.where(is_current()).select(*identity).withColumn("_was_current", F.lit(True))
+    marked = after.join(was_current, identity, "left")
+    mine = (F.col(RUN) == F.lit(run_id)) | (
+        F.col(STATUS).isin(*INACTIVE_STATUSES) & F.col("_was_current").isNotNull()
     )
     return marked.where(mine).drop("_was_current").select(*after.columns)
 
 
 def apply_changes(
-    serving: DataFrame, changes: DataFrame, *, run_id: str, effective_at: datetime
+    serving: DataFrame,
+    changes: DataFrame,
+    *,
+    run_id: str,
+    effective_at: datetime,
+    answer: AnswerTable = CORRELATIONS,
 ) -> DataFrame:
     """Serving rows of the changes' partitions with the run's changes applied and stamped.
 
@@ -263,45 +304,43 @@ def apply_changes(
     from pyspark.sql import functions as F
 
     columns = serving.columns
-    months = changes.select(PARTITION).distinct()
-    base = serving.join(months, PARTITION, "left_semi")
-    present = base.select(*IDENTITY).withColumn("_present", F.lit(True))
-    mine = F.col("run_id") == F.lit(run_id)
-    usable = changes.join(present, list(IDENTITY), "left").where(mine | F.col("_present").isNotNull())
+    partition, identity = answer.partition, list(answer.identity)
+    months = changes.select(partition).distinct()
+    base = serving.join(months, partition, "left_semi")
+    present = base.select(*identity).withColumn("_present", F.lit(True))
+    mine = F.col(RUN) == F.lit(run_id)
+    usable = changes.join(present, identity, "left").where(mine | F.col("_present").isNotNull())
     stamped = usable.select(
         *[
             F.when(mine, F.lit(effective_at).cast("timestamp")).otherwise(F.col(c)).alias(c)
-            if c == "recorded_at"
+            if c == RECORDED_AT
             else F.when(~mine, F.lit(effective_at).cast("timestamp")).otherwise(F.col(c)).alias(c)
-            if c == "superseded_at"
+            if c == SUPERSEDED_AT
             else F.col(c)
             for c in columns
         ]
     )
-    kept = base.join(stamped.select(*IDENTITY), list(IDENTITY), "left_anti")
+    kept = base.join(stamped.select(*identity), identity, "left_anti")
     return kept.unionByName(stamped).select(*columns)
 
 
-def current_duplicates(content: DataFrame) -> DataFrame:
-    """``correlation_id`` with more than one current row (must be empty)."""
+def current_duplicates(content: DataFrame, answer: AnswerTable = CORRELATIONS) -> DataFrame:
+    """Keys (``correlation_id``) with more than one current row (must be empty)."""
     from pyspark.sql import functions as F
 
     return (
-        content.where(is_current())
-        .groupBy("correlation_id")
-        .count()
-        .where(F.col("count") > 1)
-        .select("correlation_id")
+        content.where(is_current()).groupBy(answer.key).count().where(F.col("count") > 1).select(answer.key)
     )
 
 
-def months_of(df: DataFrame) -> list[str]:
-    """Sorted distinct ``valid_month`` values (one small Spark job)."""
-    return sorted(str(r[PARTITION]) for r in df.select(PARTITION).distinct().collect())
+def months_of(df: DataFrame, answer: AnswerTable = CORRELATIONS) -> list[str]:
+    """Sorted distinct partition (``valid_month``) values (one small Spark job)."""
+    column = answer.partition
+    return sorted(str(r[column]) for r in df.select(column).distinct().collect())
 
 
-def restrict_months(df: DataFrame, months: Sequence[str]) -> DataFrame:
-    """Rows of the given ``valid_month`` partitions (pruned by the table formats)."""
+def restrict_months(df: DataFrame, months: Sequence[str], answer: AnswerTable = CORRELATIONS) -> DataFrame:
+    """Rows of the given partitions (``valid_month``; pruned by the table formats)."""
     from pyspark.sql import functions as F
 
-    return df.where(F.col(PARTITION).isin(*months)) if months else df.where(F.lit(False))
+    return df.where(F.col(answer.partition).isin(*months)) if months else df.where(F.lit(False))
