@@ -27,6 +27,7 @@ from ledger.reader import LedgerReader
 from workloads.engines.correlation_calibrated import is_recalibrated
 from workloads.replay import candidate as cand
 from workloads.replay import scope as sc
+from workloads.replay.answer import ENGINE, RUN
 from workloads.replay.identity import declared_int, engine_function, engine_kwargs
 from workloads.replay.plan import CorrectionPlan
 from workloads.replay.setup import Setup, check_budget, input_size, setup_replay
@@ -71,7 +72,7 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
     """Scope before resolving, recompute the scope and classify serving rows (module docs)."""
     from pyspark.sql import functions as F
 
-    plan, engines = setup.plan, setup.engines
+    plan, engines, answer = setup.plan, setup.engines, setup.answer
     silver = registry.get(TableName.SILVER_EVENTS).read(as_of=setup.pins[TableName.SILVER_EVENTS])
     silver = silver.where(sc.in_range(F.col("event_time"), setup.bounds))
     old_resolver, new_resolver = engines.resolutions
@@ -103,10 +104,12 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
     producer = engine_function(engines.producer)
     kwargs = engine_kwargs(producer, engines.producer.parameters)
     raw = producer(sc.scoped_events(events, recompute), run_id=setup.run_id, recorded_at=built_at, **kwargs)
-    recomputed = materialize(sc.involving(raw, recompute).withColumn("engine", F.lit(engines.label)))
+    recomputed = materialize(
+        sc.involving(raw, recompute, answer.subjects).withColumn(ENGINE, F.lit(engines.label))
+    )
     serving = registry.get(plan.answer.table).read(as_of=setup.pins[plan.answer.table])
-    current = serving.where(cand.is_current() & sc.in_range(F.col("valid_from"), setup.bounds))
-    serving_in_scope = materialize(sc.involving(current, recompute))
+    current = serving.where(cand.is_current() & sc.in_range(F.col(answer.valid_from), setup.bounds))
+    serving_in_scope = materialize(sc.involving(current, recompute, answer.subjects))
     recalibrated = is_recalibrated(engines.new.parameters)
     reasons = cand.Reasons.of(
         plan=plan.plan,
@@ -114,9 +117,15 @@ def analyse(registry: TableRegistry, setup: Setup, *, built_at: datetime) -> Ana
         change=engines.change,
         new_engine=engines.new.ref,
         verb="recalibrated" if recalibrated else "restated",
+        answer=answer,
     )
     classified = cand.classify(
-        serving_in_scope, recomputed, sc.entity_mapping(events), reasons=reasons, built_at=built_at
+        serving_in_scope,
+        recomputed,
+        sc.entity_mapping(events),
+        reasons=reasons,
+        built_at=built_at,
+        answer=answer,
     )
     classified = cand.Classified(
         retired=materialize(classified.retired),
@@ -159,9 +168,9 @@ def _producing_runs(registry: TableRegistry, retired: DataFrame) -> tuple[sc.Pro
     from pyspark.sql import functions as F
 
     rows = (
-        retired.groupBy("run_id")
-        .agg(F.count(F.lit(1)).alias("rows"), F.sort_array(F.collect_set("engine")).alias("engines"))
-        .orderBy("run_id")
+        retired.groupBy(RUN)
+        .agg(F.count(F.lit(1)).alias("rows"), F.sort_array(F.collect_set(ENGINE)).alias("engines"))
+        .orderBy(RUN)
         .collect()
     )
     if not rows:
@@ -203,12 +212,12 @@ def describe_scope(
     """The :class:`ReplayScope` of an analysis (a handful of small Spark jobs)."""
     from pyspark.sql import functions as F
 
-    classified = analysis.classified
+    classified, answer = analysis.classified, setup.answer
     count, entities = _ids(analysis.affected)
     listed = analysis.affected.where(F.col("entity_id").isin(*entities)).collect()
     olds = tuple(sorted(str(r["entity_id"]) for r in listed if r["old_side"]))
     news = tuple(sorted(str(r["entity_id"]) for r in listed if r["new_side"]))
-    changed = cand.months_of(analysis.changes)
+    changed = cand.months_of(analysis.changes, answer)
 
     def tagged(df: DataFrame, tag: Any, month: Any = None) -> DataFrame:
         return df.select(
@@ -216,7 +225,7 @@ def describe_scope(
             (F.lit(None).cast("string") if month is None else month).alias("month"),
         )
 
-    month = F.col(cand.PARTITION)
+    month = F.col(answer.partition)
     counted = (
         tagged(classified.retired, F.col("status"))
         .unionByName(tagged(classified.inserted, cand.INSERTED))
@@ -224,7 +233,7 @@ def describe_scope(
         .unionByName(tagged(analysis.serving_in_scope, "serving_in_scope", month))
         .unionByName(tagged(analysis.recomputed_rows, "new_rows", month))
         .unionByName(tagged(analysis.recompute, "recomputed"))
-        .unionByName(tagged(cand.restrict_months(analysis.serving, changed), "serving_rewritten"))
+        .unionByName(tagged(cand.restrict_months(analysis.serving, changed, answer), "serving_rewritten"))
         .groupBy("tag")
         .agg(F.count(F.lit(1)).alias("n"), F.sort_array(F.collect_set("month")).alias("months"))
         .collect()

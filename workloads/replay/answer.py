@@ -143,8 +143,9 @@ class AnswerTable:
     """``package.module:function`` rebuilding the table's derived index after its serving
     version changed: ``(registry, ledger, clock) -> IndexRefresh``; None: no index."""
     provisional: str | None = None
-    """The provisional (streaming) view a publication reconciles against what now serves;
-    None: the table has none."""
+    """``package.module:function`` reconciling the table's provisional (streaming) view against
+    what serves after a publication: ``(registry, ledger, *, run_id, recorded_at, policy) ->
+    ProvisionalReconciliation | None``; None: the table has no provisional view."""
     description: str = field(default="", compare=False)
 
     @property
@@ -165,6 +166,10 @@ class AnswerTable:
     def index_refresh(self) -> Callable[..., Any] | None:
         """The index rebuild (:attr:`index`), or None."""
         return None if self.index is None else _resolve(self.index)
+
+    def provisional_reconciliation(self) -> Callable[..., Any] | None:
+        """The provisional view's reconciliation (:attr:`provisional`), or None."""
+        return None if self.provisional is None else _resolve(self.provisional)
 
 
 CORRELATIONS: Final = AnswerTable(
@@ -193,7 +198,7 @@ CORRELATIONS: Final = AnswerTable(
     ),
     independent_check="workloads.replay.evaluate:independent_recount",
     index="workloads.gold.entity_index:refresh_entity_index",
-    provisional=TableName.PROVISIONAL_CORRELATIONS.value,
+    provisional="workloads.replay.provisional:reconcile_and_record",
     description="the bitemporal correlation store: one row version per (correlation_id, run_id)",
 )
 """``gold.correlations``: the first answer table."""

@@ -17,6 +17,7 @@ from lakehouse.errors import ReplayError
 from lakehouse.tables import Candidate, Table
 from workloads.replay import candidate as cand
 from workloads.replay.analysis import Analysis
+from workloads.replay.answer import RUN, SUPERSEDE_REASON, AnswerTable, ReasonTemplate
 from workloads.replay.identity import candidate_name, run_candidates
 from workloads.replay.setup import Setup
 
@@ -38,12 +39,16 @@ def _stage(table: Table, run_id: str) -> Candidate:
     raise ReplayError(f"{table.name} kept changing while staging the candidate of {run_id}; rerun the replay")
 
 
-def _holds_run(table: Table, candidate: Candidate, run_id: str, months: Sequence[str]) -> bool:
+def _holds_run(
+    table: Table, candidate: Candidate, run_id: str, months: Sequence[str], answer: AnswerTable
+) -> bool:
     """Whether a staged candidate already holds this run's build (its rows or retirements)."""
     from pyspark.sql import functions as F
 
-    rows = cand.restrict_months(table.read_candidate(candidate), months)
-    marked = rows.where((F.col("run_id") == run_id) | F.col("supersede_reason").contains(f"run {run_id}:"))
+    rows = cand.restrict_months(table.read_candidate(candidate), months, answer)
+    marked = rows.where(
+        (F.col(RUN) == run_id) | F.col(SUPERSEDE_REASON).contains(ReasonTemplate.run_marker(run_id))
+    )
     return not marked.isEmpty()
 
 
@@ -51,9 +56,10 @@ def build_candidate(
     table: Table, setup: Setup, analysis: Analysis, *, built_at: datetime, rebuild: bool
 ) -> tuple[Candidate, bool]:
     """The run's candidate with its changes written; returns it and whether it was resumed."""
-    months = cand.months_of(analysis.changes)
+    answer = setup.answer
+    months = cand.months_of(analysis.changes, answer)
     existing = run_candidates(table, setup.run_id)
-    if existing and not rebuild and _holds_run(table, existing[-1], setup.run_id, months):
+    if existing and not rebuild and _holds_run(table, existing[-1], setup.run_id, months, answer):
         for stale in existing[:-1]:
             table.drop_candidate(stale)
         log.info("run %s resumes its candidate %s", setup.run_id, existing[-1].name)
@@ -62,8 +68,10 @@ def build_candidate(
         table.drop_candidate(stale)
     staged = _stage(table, setup.run_id)
     if months:
-        base = cand.restrict_months(table.read_candidate(staged), months)
-        content = cand.apply_changes(base, analysis.changes, run_id=setup.run_id, effective_at=built_at)
+        base = cand.restrict_months(table.read_candidate(staged), months, answer)
+        content = cand.apply_changes(
+            base, analysis.changes, run_id=setup.run_id, effective_at=built_at, answer=answer
+        )
         table.overwrite_partitions(
             content,
             run_id=setup.run_id,

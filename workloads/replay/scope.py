@@ -52,6 +52,7 @@ from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Final
 
 from lakehouse.frames import materialize, union_all
+from workloads.replay.answer import CORRELATIONS
 from workloads.vocabulary import ChangeKind
 
 if TYPE_CHECKING:
@@ -278,8 +279,8 @@ def _flag(df: DataFrame, ids: DataFrame, column: str, flag: str) -> DataFrame:
     return joined.withColumn(flag, F.col(f"_{flag}_id").isNotNull()).drop(f"_{flag}_id")
 
 
-def involving(df: DataFrame, ids: DataFrame, columns: Sequence[str] = ("entity_a", "entity_b")) -> DataFrame:
-    """Rows of ``df`` where any of ``columns`` is one of ``ids.entity_id``."""
+def involving(df: DataFrame, ids: DataFrame, columns: Sequence[str] = CORRELATIONS.subjects) -> DataFrame:
+    """Rows of ``df`` where any of ``columns`` (an answer table's subjects) is one of ``ids.entity_id``."""
     from pyspark.sql import functions as F
 
     flagged = df
@@ -453,8 +454,8 @@ class ReplayScope:
     recomputed_entity_count: int
     """Affected entities plus those on an asset whose crowding flips."""
     partitions: tuple[str, ...]
-    """``valid_month`` partitions in scope: months of serving rows involving a recomputed
-    entity plus months of new rows."""
+    """The answer table's partitions in scope (``valid_month``): months of serving rows
+    involving a recomputed entity plus months of new rows."""
     changed_partitions: tuple[str, ...]
     """The subset the candidate rewrites: months where a row is superseded, retracted or added."""
     serving_rows_in_scope: int

@@ -23,6 +23,7 @@ from ledger.engines import EngineCatalog, EngineSpec, engines_in_force
 from ledger.entries import RunStarted
 from ledger.reader import LedgerReader
 from workloads.replay import scope as sc
+from workloads.replay.answer import AnswerTable
 from workloads.replay.identity import (
     ReplayEngines,
     change_kind,
@@ -59,6 +60,11 @@ class Setup:
     abandoned: str | None = None
     """An earlier run that could not resume because maintenance removed its pinned inputs
     (``rebuild`` then pins afresh)."""
+
+    @property
+    def answer(self) -> AnswerTable:
+        """The declaration of the table the plan restates."""
+        return self.plan.answer.declaration
 
     @property
     def inputs_route(self) -> str:

@@ -37,6 +37,7 @@ from ledger.entries import (
     RunFinished,
     RunStarted,
 )
+from workloads.replay.answer import AnswerTable
 from workloads.replay.plan import CorrectionPlan, Purpose
 from workloads.vocabulary import Verdict
 
@@ -90,6 +91,11 @@ class RunState:
     @property
     def table(self) -> str:
         return self.plan.answer.table
+
+    @property
+    def answer(self) -> AnswerTable:
+        """The declaration of the table the run restates."""
+        return self.plan.answer.declaration
 
     @property
     def pins(self) -> dict[str, int]:

@@ -142,18 +142,20 @@ def test_the_independent_check_and_the_index_are_functions(answer: AnswerTable) 
     assert callable(answer.recount())
     index = answer.index_refresh()
     assert index is None or callable(index)
-    if answer.provisional is not None:
-        assert answer.provisional in dict(load_config(REPO / "conf" / "lakehouse.yaml", environ={}).tables)
+    provisional = answer.provisional_reconciliation()
+    assert provisional is None or callable(provisional)
 
 
 def test_the_correlations_declaration_points_at_todays_recount_and_index() -> None:
-    from workloads.gold.entity_index import SOURCE, refresh_entity_index
+    from workloads.gold.entity_index import ENTITY_SIDES, SOURCE, refresh_entity_index
     from workloads.replay.evaluate import independent_recount
+    from workloads.replay.provisional import reconcile_and_record
 
     assert CORRELATIONS.recount() is independent_recount
     assert CORRELATIONS.index_refresh() is refresh_entity_index
     assert CORRELATIONS.name == SOURCE
-    assert CORRELATIONS.provisional == "gold.provisional_correlations"
+    assert CORRELATIONS.subjects == ENTITY_SIDES
+    assert CORRELATIONS.provisional_reconciliation() is reconcile_and_record
 
 
 def test_an_unknown_answer_table_is_one_line() -> None:
