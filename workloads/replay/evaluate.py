@@ -1,7 +1,7 @@
 """Judging a built candidate: per-key diff, diff manifest, independent reconciliation, decision.
 
-:func:`evaluate` diffs candidate-current against serving-current by ``correlation_id``
-(:func:`diff_candidate`), writes the review (:mod:`workloads.replay.review`), records the
+:func:`evaluate` diffs candidate-current against serving-current by the answer table's key
+(``correlation_id``; :func:`diff_candidate`), writes the review (:mod:`workloads.replay.review`), records the
 ``diff_manifest``, reconciles independently (:mod:`workloads.replay.reconcile`) with the
 Great Expectations gate on the rewritten partitions, and records the
 ``reconciliation_decision`` and ``run_finished``. A comparison's candidate, and one whose
@@ -27,6 +27,7 @@ from workloads.replay import candidate as cand
 from workloads.replay import reconcile as rec
 from workloads.replay import recount as rc
 from workloads.replay.analysis import Analysis
+from workloads.replay.answer import CORRELATIONS, RUN, AnswerTable
 from workloads.replay.build import read_base
 from workloads.replay.diff import CHANGED, REMOVED, UNCHANGED, diff_by_key, summarize
 from workloads.replay.faults import FailPoint, maybe_fail
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-COMPARE: Final[tuple[str, ...]] = ("entity_a", "entity_b", "valid_from", "valid_to", "confidence", "evidence")
-"""Columns the per-key diff compares (the id fixes type, pair and valid_from)."""
+COMPARE: Final[tuple[str, ...]] = CORRELATIONS.compared
+"""Columns the per-key diff of ``gold.correlations`` compares (:attr:`AnswerTable.compared`)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,11 @@ class DiffResult:
 
 
 def diff_candidate(
-    table: Table, candidate: Candidate, run_id: str, months: Sequence[str]
+    table: Table,
+    candidate: Candidate,
+    run_id: str,
+    months: Sequence[str],
+    answer: AnswerTable = CORRELATIONS,
 ) -> tuple[DiffResult, DataFrame, DataFrame]:
     """Per-key diff of candidate-current vs serving-current (at the candidate's base) in ``months``.
 
@@ -71,18 +76,21 @@ def diff_candidate(
 
     whole = table.read_candidate(candidate)
     base = read_base(table, candidate.base_version)
-    new_cur = cand.restrict_months(whole, months).where(cand.is_current())
-    old_cur = cand.restrict_months(base, months).where(cand.is_current())
-    per_key = materialize(diff_by_key(old_cur, new_cur, ["correlation_id"], COMPARE))
+    new_cur = cand.restrict_months(whole, months, answer).where(cand.is_current())
+    old_cur = cand.restrict_months(base, months, answer).where(cand.is_current())
+    per_key = materialize(diff_by_key(old_cur, new_cur, [answer.key], answer.compared))
     summary = summarize(per_key)
-    outside = base.where(cand.is_current() & ~F.col(cand.PARTITION).isin(*months)) if months else base
+    outside = base.where(cand.is_current() & ~F.col(answer.partition).isin(*months)) if months else base
     unchanged_outside = int(outside.where(cand.is_current()).count())
     counts = asdict(summary)  # the diff manifest's counts: added, removed, changed, unchanged, totals
     counts[UNCHANGED] += unchanged_outside
     counts["serving_total"] += unchanged_outside
     counts["candidate_total"] += unchanged_outside
     changes = cand.extract_changes(
-        cand.restrict_months(whole, months), cand.restrict_months(base, months), run_id
+        cand.restrict_months(whole, months, answer),
+        cand.restrict_months(base, months, answer),
+        run_id,
+        answer,
     )
     changes = materialize(changes)
     return (
@@ -98,21 +106,31 @@ def diff_candidate(
     )
 
 
-def trace_keys(changes: DataFrame, run_id: str, size: int) -> DataFrame:
-    """The first ``size`` changed keys by id; new rows trace under the new resolution, old under the old."""
+def trace_keys(changes: DataFrame, run_id: str, size: int, answer: AnswerTable = CORRELATIONS) -> DataFrame:
+    """The first ``size`` changed keys by id; new rows trace under the new resolution, old under the old.
+
+    ``(key, side, <kind>, <subjects>)``: for ``gold.correlations`` what
+    :func:`~workloads.replay.reconcile.trace_to_bronze` reads."""
     from pyspark.sql import functions as F
 
-    side = F.when(F.col("run_id") == run_id, F.lit("new")).otherwise(F.lit("old"))
+    side = F.when(F.col(RUN) == run_id, F.lit("new")).otherwise(F.lit("old"))
     return (
         changes.select(
-            F.concat_ws("@", "correlation_id", side).alias("key"),
+            F.concat_ws("@", answer.key, side).alias("key"),
             side.alias("side"),
-            "correlation_type",
-            "entity_a",
-            "entity_b",
+            answer.kind,
+            *answer.subjects,
         )
         .orderBy("key")
         .limit(size)
+    )
+
+
+def layout(answer: AnswerTable) -> rec.Layout:
+    """The columns of the declaration the reconciliation's structural checks read."""
+    first, second = answer.subjects
+    return rec.Layout(
+        key=answer.key, identity=answer.identity, partition=answer.partition, subjects=(first, second)
     )
 
 
@@ -206,9 +224,9 @@ def evaluate(
     ``truth`` (located before the build) is what both versions' quality is measured
     against; the report is recorded with the decision (:mod:`workloads.replay.quality`).
     """
-    plan, run_id = setup.plan, setup.run_id
+    plan, run_id, answer = setup.plan, setup.run_id, setup.answer
     months = list(scope.changed_partitions)
-    diff, whole, base = diff_candidate(table, candidate, run_id, months)
+    diff, whole, base = diff_candidate(table, candidate, run_id, months, answer)
     counts = {
         **diff.counts,
         CorrelationStatus.SUPERSEDED.value: scope.to_supersede,
@@ -221,6 +239,7 @@ def evaluate(
         analysis.classified.transitions,
         threshold=plan.checks.high_impact_confidence_delta,
         sample_size=plan.checks.sample_size,
+        answer=answer,
     )
     candidate_hash = canonical_hash(whole, exclude=cand.WHEN_COLUMNS)
     location = write_review(
@@ -255,7 +274,7 @@ def evaluate(
     )
     maybe_fail(chosen, FailPoint.AFTER_DIFF, run_id)
 
-    rewritten = cand.restrict_months(whole, months)
+    rewritten = cand.restrict_months(whole, months, answer)
     gate = (
         gate_check(rewritten, table.name)
         if months
@@ -265,11 +284,11 @@ def evaluate(
         candidate=whole,
         serving=base,
         events=analysis.events,
-        recount=independent_recount(registry, setup, diff.changes),
+        recount=answer.recount()(registry, setup, diff.changes),
         vanished=analysis.vanished,
         rewritten=months,
         thresholds=rec.Thresholds(plan.checks.max_residual_delta, plan.checks.max_changed_ratio),
-        trace_keys=trace_keys(diff.changes, run_id, plan.checks.trace_sample_size),
+        trace_keys=trace_keys(diff.changes, run_id, plan.checks.trace_sample_size, answer),
         bronze=pinned_bronze(registry, setup.pins),
         removed_or_changed=diff.counts[REMOVED] + diff.counts[CHANGED],
         changes=diff.changes_rows,
@@ -281,6 +300,7 @@ def evaluate(
             "partitions": months,
             "entities": scope.affected_entity_count,
         },
+        layout=layout(answer),
         bounds=setup.bounds,
     )
     examples = reconciliation.examples()

@@ -51,8 +51,7 @@ from ledger.api import Ledger, open_ledger
 from ledger.clock import Clock, utc
 from ledger.entries import Publication, RunStarted, Supersession
 from ledger.identity import InputRead
-from workloads.gold.entity_index import SOURCE as INDEXED_TABLE
-from workloads.gold.entity_index import IndexRefresh, refresh_entity_index
+from workloads.gold.entity_index import IndexRefresh
 from workloads.gold.provisional import ProvisionalReconciliation
 from workloads.policies import (
     ProtectionPolicy,
@@ -62,15 +61,24 @@ from workloads.policies import (
 )
 from workloads.replay import candidate as cand
 from workloads.replay import outbox
+from workloads.replay.answer import (
+    ENGINE,
+    RECORDED_AT,
+    RUN,
+    STATUS,
+    SUPERSEDE_REASON,
+    SUPERSEDED_AT,
+    AnswerTable,
+    answer_table,
+)
 from workloads.replay.faults import FailPoint, fail_point, maybe_fail
 from workloads.replay.identity import candidate_name, run_candidates
 from workloads.replay.notify import notify
 from workloads.replay.plan import Purpose
 from workloads.replay.protection import history_days, keep_history, sync_protections
-from workloads.replay.provisional import reconcile_and_record
 from workloads.replay.state import PUBLISH_COMMAND, PublishIntent, RunState
 from workloads.replay.status import load_state, run_partitions, why_not
-from workloads.vocabulary import TableName, Verdict
+from workloads.vocabulary import Verdict
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -103,7 +111,7 @@ class PublishResult:
     """The rebuild of the table's entity index that followed, if it has one."""
     provisional: ProvisionalReconciliation | None = None
     """The stream's provisional rows reconciled against the published correlations (None:
-    another table, or no provisional row was waiting)."""
+    a table without a provisional view, or no provisional row was waiting)."""
 
 
 def check_publishable(state: RunState) -> None:
@@ -164,9 +172,11 @@ def publish(
     Iceberg, a warning on Delta: see :func:`~workloads.replay.protection.keep_history`); after
     the publication, the published version and the one its rollback returns
     to are protected from maintenance (``policy``: ``conf/policies.yaml`` when not given).
-    A publication of ``gold.correlations`` then reconciles the stream's waiting provisional
-    rows against what now serves (:mod:`workloads.replay.provisional`; ``streaming``: the
-    policy file's ``streaming:`` section when not given).
+    A publication of a table with a provisional view (its declaration's
+    :attr:`~workloads.replay.answer.AnswerTable.provisional`: ``gold.correlations``) then
+    reconciles the stream's waiting provisional rows against what now serves
+    (:mod:`workloads.replay.provisional`; ``streaming``: the policy file's ``streaming:``
+    section when not given).
     """
     chosen = fail_point(fail_at)
     policy = policy or load_protection_policy()
@@ -198,15 +208,16 @@ def publish(
         )
     sync_protections(registry, clock, policy)  # the published version and the one a rollback returns to
     written, messages = notify(registry, state, live, ledger)
-    provisional = (
-        reconcile_and_record(
+    reconcile_provisional = state.answer.provisional_reconciliation()
+    provisional: ProvisionalReconciliation | None = (
+        reconcile_provisional(
             registry,
             ledger,
             run_id=run_id,
             recorded_at=live.effective_at,
             policy=streaming or load_streaming_policy(),
         )
-        if state.table == TableName.CORRELATIONS
+        if reconcile_provisional is not None
         else None
     )
     supersessions = tuple(
@@ -234,9 +245,9 @@ def publish(
     )
 
 
-def _read(table: Table, version: int | None, months: Sequence[str]) -> DataFrame:
+def _read(table: Table, version: int | None, months: Sequence[str], answer: AnswerTable) -> DataFrame:
     frame = table.read().limit(0) if version is None else table.read(as_of=version)
-    return cand.restrict_months(frame, months)
+    return cand.restrict_months(frame, months, answer)
 
 
 def _recorded_if_published(table: Table, state: RunState, ledger: Ledger) -> Publication | None:
@@ -254,14 +265,16 @@ def _recorded_if_published(table: Table, state: RunState, ledger: Ledger) -> Pub
     current = table.current_version()
     if current is None or current == intent.previous:
         return None
-    months = run_partitions(state)
+    months, answer = run_partitions(state), state.answer
     mine = cand.extract_changes(
-        _read(table, current, months), _read(table, intent.previous, months), state.run_id
+        _read(table, current, months, answer),
+        _read(table, intent.previous, months, answer),
+        state.run_id,
+        answer,
     )
     stamp = F.lit(intent.effective_at).cast("timestamp")
     stamped = mine.where(
-        ((F.col("run_id") == state.run_id) & (F.col("recorded_at") == stamp))
-        | (F.col("superseded_at") == stamp)
+        ((F.col(RUN) == state.run_id) & (F.col(RECORDED_AT) == stamp)) | (F.col(SUPERSEDED_AT) == stamp)
     )
     if stamped.isEmpty():
         return None
@@ -296,20 +309,20 @@ def _record_publication(
     )
     label = str(state.started.parameters.get("engine_label", ""))
     groups = (
-        changes.where(F.col("run_id") != state.run_id)
-        .groupBy("status", "supersede_reason", "engine")
+        changes.where(F.col(RUN) != state.run_id)
+        .groupBy(STATUS, SUPERSEDE_REASON, ENGINE)
         .count()
-        .orderBy("status", "supersede_reason", "engine")
+        .orderBy(STATUS, SUPERSEDE_REASON, ENGINE)
         .collect()
     )
     supersessions = [
         Supersession(
             run_id=state.run_id,
             table=table.name,
-            key="correlation_id",
-            old=str(r["engine"]),
-            new=cand.RETRACTED if r["status"] == cand.RETRACTED else label,
-            reason=str(r["supersede_reason"]),
+            key=state.answer.key,
+            old=str(r[ENGINE]),
+            new=cand.RETRACTED if r[STATUS] == cand.RETRACTED else label,
+            reason=str(r[SUPERSEDE_REASON]),
             count=int(r["count"]),
         )
         for r in groups
@@ -322,21 +335,22 @@ def _changes_source(
     table: Table, state: RunState, months: Sequence[str]
 ) -> tuple[DataFrame, list[Candidate]]:
     """The run's changes: from its candidate, or after a rollback from its last publication."""
+    answer = state.answer
     candidates = run_candidates(table, state.run_id)
     if candidates:
         source = candidates[-1]
-        after = cand.restrict_months(table.read_candidate(source), months)
-        before = _read(table, source.base_version, months)
+        after = cand.restrict_months(table.read_candidate(source), months, answer)
+        before = _read(table, source.base_version, months, answer)
     elif state.publications:
         last = state.publications[-1]
-        after = _read(table, last.tables[state.table], months)
-        before = _read(table, last.previous.get(state.table), months)
+        after = _read(table, last.tables[state.table], months, answer)
+        before = _read(table, last.previous.get(state.table), months, answer)
     else:
         raise ReplayError(
             f"run {state.run_id} has no candidate any more (dropped?); "
             f"rerun lakehouse replay --plan to rebuild it"
         )
-    changes = cand.extract_changes(after, before, state.run_id).localCheckpoint(eager=True)
+    changes = cand.extract_changes(after, before, state.run_id, answer).localCheckpoint(eager=True)
     return changes, candidates
 
 
@@ -375,13 +389,13 @@ def _publish_table(
     table: Table, state: RunState, ledger: Ledger, clock: Clock, chosen: FailPoint | None
 ) -> tuple[Publication, bool]:
     """Stamp, (re)stage if serving moved, publish atomically, record. Returns (publication, restaged)."""
-    run_id = state.run_id
+    run_id, answer = state.run_id, state.answer
     months = run_partitions(state)
     changes, candidates = _changes_source(table, state, months)
     _verify(changes, state)
     intent = state.open_intent
     effective_at = intent.effective_at if intent is not None else utc(clock.now())
-    touched = sorted(set(months) | set(cand.months_of(changes)))
+    touched = sorted(set(months) | set(cand.months_of(changes, answer)))
     restaged = False
     for _ in range(MAX_RESTAGES):
         current = table.current_version()
@@ -394,15 +408,16 @@ def _publish_table(
             _intent(ledger, state, effective_at, target.name, current)
             intent = PublishIntent(effective_at, target.name, current, -1)
         content = cand.apply_changes(
-            cand.restrict_months(table.read_candidate(target), touched),
+            cand.restrict_months(table.read_candidate(target), touched, answer),
             changes,
             run_id=run_id,
             effective_at=effective_at,
+            answer=answer,
         ).localCheckpoint(eager=True)
-        if not cand.current_duplicates(content).isEmpty():
+        if not cand.current_duplicates(content, answer).isEmpty():
             raise ReplayError(
                 f"rows that reached {table.name} after run {run_id} was built collide with its changes "
-                f"(two current rows for one correlation id); rerun lakehouse replay --plan"
+                f"(two current rows for one {answer.key.replace('_', ' ')}); rerun lakehouse replay --plan"
             )
         table.overwrite_partitions(
             content, run_id=run_id, metadata={"lakehouse.replay-step": "stamp"}, candidate=target
@@ -419,9 +434,10 @@ def _publish_table(
             table.drop_candidate(stale)
         maybe_fail(chosen, FailPoint.AFTER_PUBLISH_BEFORE_NOTIFY, run_id)
         stamped = cand.extract_changes(
-            cand.restrict_months(table.read(as_of=version), touched),
-            _read(table, current, touched),
+            cand.restrict_months(table.read(as_of=version), touched, answer),
+            _read(table, current, touched, answer),
             run_id,
+            answer,
         )
         return _record_publication(ledger, table, state, intent, version, stamped), restaged
     raise ReplayError(
@@ -430,5 +446,10 @@ def _publish_table(
 
 
 def refresh_index(registry: TableRegistry, table: str, ledger: Ledger, clock: Clock) -> IndexRefresh | None:
-    """Rebuild the entity index of a table whose serving version just changed (if it has one)."""
-    return refresh_entity_index(registry, ledger, clock) if table == INDEXED_TABLE else None
+    """Rebuild the entity index of a table whose serving version just changed, if its
+    declaration has one (:attr:`~workloads.replay.answer.AnswerTable.index`)."""
+    rebuild = answer_table(table).index_refresh()
+    if rebuild is None:
+        return None
+    refreshed: IndexRefresh = rebuild(registry, ledger, clock)
+    return refreshed

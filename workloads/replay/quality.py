@@ -81,9 +81,10 @@ def _identity_events(identities: DataFrame, column: str) -> tuple[tuple[str, str
     return tuple(sorted((str(r["customer_email"]), str(r[column]), int(r["n"])) for r in rows))
 
 
-def _links(answer: DataFrame) -> tuple[tuple[str, str], ...]:
-    rows = answer.where(cand.is_current()).select("entity_a", "entity_b").distinct().collect()
-    return tuple(sorted((str(r["entity_a"]), str(r["entity_b"])) for r in rows))
+def _links(answer: DataFrame, subjects: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    first, second = subjects
+    rows = answer.where(cand.is_current()).select(first, second).distinct().collect()
+    return tuple(sorted((str(r[first]), str(r[second])) for r in rows))
 
 
 def measure(
@@ -94,9 +95,9 @@ def measure(
     the answer table before and after)."""
     if search.truth is None:
         return unmeasured(search.note)
-    engines = setup.engines
-    old = VersionEvidence(engines.old.ref, _identity_events(identities, sc.OLD), _links(serving))
-    new = VersionEvidence(engines.new.ref, _identity_events(identities, sc.NEW), _links(candidate))
+    engines, subjects = setup.engines, setup.answer.subjects
+    old = VersionEvidence(engines.old.ref, _identity_events(identities, sc.OLD), _links(serving, subjects))
+    new = VersionEvidence(engines.new.ref, _identity_events(identities, sc.NEW), _links(candidate, subjects))
     report = compare_versions(search.truth, old, new, note=search.note)
     if report.old is not None and report.new is not None:
         log.info(

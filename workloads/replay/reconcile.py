@@ -7,7 +7,11 @@ the new version, in plain Python, and counts the pairs the producer's written ru
 It shares no code and no output with the engine under test, so a faulty engine version,
 a wrong scope or a wrong candidate assembly makes the two disagree.
 
-Checks (:func:`reconcile`), each recorded by name in the decision:
+Checks (:func:`reconcile`), each recorded by name in the decision. The structural checks
+read the columns the caller takes from the answer table's declaration (:class:`Layout`;
+this module imports none, not even :mod:`workloads.replay.answer`); the names below are
+``gold.correlations``'. The pair recount (``expected_pairs``) and the Bronze traces are
+``gold.correlations``' own independent check.
 
 * ``one_current_row_per_id``: at most one provisional/authoritative row per correlation id;
 * ``row_identity_unique``: at most one row per ``(correlation_id, run_id)``;
@@ -82,6 +86,21 @@ class Check:
     first_bad_partition: str | None = None
     counts: Mapping[str, Any] = field(default_factory=dict)
     """Figures behind the check (the recount's per-partition counts), recorded as they are."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The columns the structural checks read: the answer table's declaration
+    (:class:`~workloads.replay.answer.AnswerTable`), given by the caller."""
+
+    key: str
+    """At most one current row per key (``correlation_id``)."""
+    identity: tuple[str, ...]
+    """A row version's identity (``correlation_id, run_id``)."""
+    partition: str
+    """The partition compared with serving where the run does not rewrite (``valid_month``)."""
+    subjects: tuple[str, str]
+    """The ordered entity columns (``entity_a < entity_b``)."""
 
 
 @dataclass(frozen=True)
@@ -192,11 +211,12 @@ def _within(column: Column, bounds: tuple[datetime | None, datetime | None]) -> 
     return condition
 
 
-def _touching(df: DataFrame, ids: DataFrame) -> DataFrame:
-    """Rows whose entity_a or entity_b is one of ``ids``."""
+def _touching(df: DataFrame, ids: DataFrame, subjects: Sequence[str] = ("entity_a", "entity_b")) -> DataFrame:
+    """Rows whose subjects (entity_a or entity_b) are one of ``ids``."""
     from pyspark.sql import functions as F
 
-    flagged = _with_flag(_with_flag(df, ids, "entity_a", "_ta"), ids, "entity_b", "_tb")
+    first, second = subjects
+    flagged = _with_flag(_with_flag(df, ids, first, "_ta"), ids, second, "_tb")
     return flagged.where(F.col("_ta") | F.col("_tb")).drop("_ta", "_tb")
 
 
@@ -207,52 +227,52 @@ def _examples(df: DataFrame, column: str, limit: int = 3) -> tuple[str, ...]:
     return tuple(str(r[0]) for r in df.select(column).orderBy(column).limit(limit).collect())
 
 
-def _first_month(df: DataFrame) -> str | None:
+def _first_month(df: DataFrame, partition: str) -> str | None:
     from pyspark.sql import functions as F
 
-    row = df.agg(F.min("valid_month").alias("m")).collect()[0]
+    row = df.agg(F.min(partition).alias("m")).collect()[0]
     return None if row["m"] is None else str(row["m"])
 
 
-def structural_checks(candidate: DataFrame, vanished: DataFrame) -> list[Check]:
-    """The exhaustive row invariants on the whole candidate."""
+def structural_checks(candidate: DataFrame, vanished: DataFrame, layout: Layout) -> list[Check]:
+    """The exhaustive row invariants on the whole candidate (its columns: ``layout``)."""
     from pyspark.sql import functions as F
 
+    key, partition = layout.key, layout.partition
+    first, second = layout.subjects
+    identity = ", ".join(layout.identity)
     found: list[Check] = []
     live = _live(candidate)
-    dup_current = live.groupBy("correlation_id").agg(
-        F.count(F.lit(1)).alias("n"), F.min("valid_month").alias("valid_month")
-    )
+    dup_current = live.groupBy(key).agg(F.count(F.lit(1)).alias("n"), F.min(partition).alias(partition))
     bad = dup_current.where(F.col("n") > 1)
-    found.append(
-        _check("one_current_row_per_id", bad, "correlation_id", "ids with more than one current row")
-    )
-    dup_identity = candidate.groupBy("correlation_id", "run_id").agg(
-        F.count(F.lit(1)).alias("n"), F.min("valid_month").alias("valid_month")
+    found.append(_check("one_current_row_per_id", bad, key, "ids with more than one current row", partition))
+    dup_identity = candidate.groupBy(*layout.identity).agg(
+        F.count(F.lit(1)).alias("n"), F.min(partition).alias(partition)
     )
     bad = dup_identity.where(F.col("n") > 1)
-    found.append(_check("row_identity_unique", bad, "correlation_id", "(correlation_id, run_id) repeated"))
-    ids = candidate.select(F.col("correlation_id").alias("_succ")).distinct()
+    found.append(_check("row_identity_unique", bad, key, f"({identity}) repeated", partition))
+    ids = candidate.select(F.col(key).alias("_succ")).distinct()
     superseded = candidate.where(F.col("status") == CorrelationStatus.SUPERSEDED)
     dangling = superseded.join(ids, superseded["superseded_by"] == ids["_succ"], "left_anti")
     found.append(
-        _check("superseded_successor_exists", dangling, "correlation_id", "superseded rows without successor")
+        _check("superseded_successor_exists", dangling, key, "superseded rows without successor", partition)
     )
-    disordered = candidate.where(~(F.col("entity_a") < F.col("entity_b")))
-    found.append(_check("entity_order", disordered, "correlation_id", "rows with entity_a >= entity_b"))
-    stale = _touching(live, vanished)
+    disordered = candidate.where(~(F.col(first) < F.col(second)))
+    found.append(_check("entity_order", disordered, key, f"rows with {first} >= {second}", partition))
+    stale = _touching(live, vanished, layout.subjects)
     found.append(
         _check(
             "no_vanished_entity_current",
             stale,
-            "correlation_id",
+            key,
             "current rows naming an entity the new resolution no longer produces",
+            partition,
         )
     )
     return found
 
 
-def _check(name: str, violations: DataFrame, column: str, what: str) -> Check:
+def _check(name: str, violations: DataFrame, column: str, what: str, partition: str) -> Check:
     count = violations.count()
     if count == 0:
         return Check(name=name, passed=True)
@@ -262,14 +282,16 @@ def _check(name: str, violations: DataFrame, column: str, what: str) -> Check:
         violations=count,
         detail=f"{count} {what}",
         examples=_examples(violations, column),
-        first_bad_partition=_first_month(violations),
+        first_bad_partition=_first_month(violations, partition),
     )
 
 
-def untouched_partitions_check(candidate: DataFrame, serving: DataFrame, rewritten: Sequence[str]) -> Check:
+def untouched_partitions_check(
+    candidate: DataFrame, serving: DataFrame, rewritten: Sequence[str], partition: str
+) -> Check:
     """Partitions the run does not rewrite: same count and canonical hash as serving."""
-    mine = {k[0]: v for k, v in partition_hashes(candidate, ["valid_month"]).items()}
-    theirs = {k[0]: v for k, v in partition_hashes(serving, ["valid_month"]).items()}
+    mine = {k[0]: v for k, v in partition_hashes(candidate, [partition]).items()}
+    theirs = {k[0]: v for k, v in partition_hashes(serving, [partition]).items()}
     months = sorted((set(mine) | set(theirs)) - set(rewritten), key=str)
     bad = [str(m) for m in months if mine.get(m) != theirs.get(m)]
     if not bad:
@@ -519,6 +541,7 @@ def reconcile(
     gate: Check,
     owner: str,
     affected_range: Mapping[str, Any],
+    layout: Layout,
     bounds: tuple[datetime | None, datetime | None] = (None, None),
 ) -> Reconciliation:
     """Every check on a candidate and the verdict (see the module docstring).
@@ -526,10 +549,11 @@ def reconcile(
     ``candidate`` / ``serving``: whole tables (serving at the pinned version).
     ``events``: Silver in range with ``old_entity`` / ``new_entity`` and Bronze coordinates
     (only for the sampled traces). ``recount``: the independent recount
-    (:func:`workloads.replay.recount.recount`), or why there is none.
+    (:func:`workloads.replay.recount.recount`), or why there is none. ``layout``: the
+    columns of the answer table's declaration the structural checks read.
     """
-    checks = structural_checks(candidate, vanished)
-    checks.append(untouched_partitions_check(candidate, serving, rewritten))
+    checks = structural_checks(candidate, vanished, layout)
+    checks.append(untouched_partitions_check(candidate, serving, rewritten, layout.partition))
     pairs = (
         expected_pairs_check(
             candidate, serving, recount, max_residual=thresholds.max_residual_delta, bounds=bounds

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from workloads.replay import candidate as cand
+from workloads.replay.answer import CORRELATIONS, AnswerTable
 from workloads.replay.diff import UNCHANGED
 
 if TYPE_CHECKING:
@@ -37,14 +38,16 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
 
 
 def review_lists(
-    transitions: DataFrame, *, threshold: float, sample_size: int
+    transitions: DataFrame, *, threshold: float, sample_size: int, answer: AnswerTable = CORRELATIONS
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(sample of changes, every high-impact change): |confidence delta| >= threshold, or retracted."""
+    """(sample of changes, every high-impact change): |delta of the answer table's impact figure|
+    (``confidence``) >= threshold, or retracted."""
     from pyspark.sql import functions as F
 
     key = F.coalesce(F.col("new_id"), F.col("old_id"))
     ordered = transitions.orderBy("kind", key, "old_id")
-    high = ordered.where((F.abs(F.col("confidence_delta")) >= threshold) | (F.col("kind") == cand.RETRACTED))
+    delta = F.col(cand.impact_delta(answer))
+    high = ordered.where((F.abs(delta) >= threshold) | (F.col("kind") == cand.RETRACTED))
     return _rows(ordered.limit(sample_size)), _rows(high)
 
 

@@ -1,12 +1,13 @@
 """The check after publication: does serving still hold what the run published?
 
 Seed 000: ``rollback`` is the verdict when a check run after publication disagrees with
-what was published. :func:`verify_publication` runs the independent recount
-(:mod:`workloads.replay.recount`) again, at the run's pins and under the written rules of
-its engines, against the table readers see *now*, on the recount's universe (pairs touching
-the entities it finds affected, and every pair the publication inserted). Agreement is
-verdict ``publish``; any difference is verdict ``rollback``, naming the failed check and the
-first bad partition.
+what was published. :func:`verify_publication` runs the answer table's independent check
+(its declaration's :attr:`~workloads.replay.answer.AnswerTable.independent_check`: for
+``gold.correlations`` the recount of :mod:`workloads.replay.recount`) again, at the run's
+pins and under the written rules of its engines, against the table readers see *now*, on
+the recount's universe (pairs touching the entities it finds affected, and every pair the
+publication inserted). Agreement is verdict ``publish``; any difference is verdict
+``rollback``, naming the failed check and the first bad partition.
 
 The result is recorded as a ``reconciliation_decision`` of the run with
 ``checks.after_publication`` (the serving version checked and the publication's effective
@@ -28,7 +29,7 @@ from ledger.clock import Clock
 from ledger.engines import EngineCatalog
 from ledger.entries import ReconciliationDecision
 from workloads.replay import reconcile as rec
-from workloads.replay.evaluate import independent_recount
+from workloads.replay.answer import RUN
 from workloads.replay.recount import Recount
 from workloads.replay.setup import setup_replay
 from workloads.replay.status import load_state
@@ -81,7 +82,7 @@ def verify_publication(
     table = registry.get(state.table)
     version = table.current_version()
     serving = table.read(as_of=version)
-    recount: Recount | str = independent_recount(registry, setup, serving.where(F.col("run_id") == run_id))
+    recount: Recount | str = setup.answer.recount()(registry, setup, serving.where(F.col(RUN) == run_id))
     plan = state.plan
     pairs = (
         rec.expected_pairs_check(
