@@ -17,7 +17,8 @@ Plain library functions for the CLI (each returns a frozen dataclass whose field
   formats' own maintenance; :func:`check_history` — ``lakehouse ledger verify --history``.
 
 Modules, in the order a run meets them: :mod:`~workloads.replay.plan` (the correction
-plan), :mod:`~workloads.replay.identity` (engines, pins, run id, candidate names),
+plan) with :mod:`~workloads.replay.answer` (the declaration of the table it restates),
+:mod:`~workloads.replay.identity` (engines, pins, run id, candidate names),
 :mod:`~workloads.replay.setup` (who the run is, its I/O budget),
 :mod:`~workloads.replay.scope` and :mod:`~workloads.replay.analysis` (affected entities,
 scoped recomputation; the dry run), :mod:`~workloads.replay.candidate` (supersede /

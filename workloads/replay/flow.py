@@ -9,7 +9,8 @@ I/O and computes the exact scope, and writes nothing at all (not even the ledger
 2. builds the candidate (Iceberg branch / Delta shadow table) holding serving plus this
    run's changes, stamped with the build time ``B`` (resumes an existing candidate that
    already holds this run's rows, unless ``rebuild``);
-3. diffs candidate-current against serving-current by ``correlation_id`` and accounts for
+3. diffs candidate-current against serving-current by the answer table's key (its
+   declaration, :mod:`workloads.replay.answer`: ``correlation_id``) and accounts for
    every input event (scored, rejected, held), records the ``diff_manifest`` and writes
    the per-key diff and a review file (every high-impact change, a sample of the others)
    under ``<workdir>/replays/<run_id>/``;
