@@ -24,8 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_ack
     from workloads.replay import ack
+    from workloads.replay.approval import check_consumer
 
-    ctx.require_replay_run(args.run_id)  # exit 2 before Spark: malformed, no lakehouse, unknown
+    state = ctx.require_replay_run(args.run_id)  # exit 2 before Spark: malformed, no lakehouse, unknown
+    if state is not None:
+        check_consumer(state, args.consumer)  # exit 2 before Spark: not a consumer of its plan
     result = ack(ctx.registry, args.consumer, args.run_id, by=args.by, clock=ctx.clock)
     return Outcome(data=result, lines=[render_ack(result)])
 

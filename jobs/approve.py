@@ -25,8 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_approval
     from workloads.replay import approve
+    from workloads.replay.approval import check_approver
 
-    ctx.require_replay_run(args.run_id)  # exit 2 before Spark: malformed, no lakehouse, unknown
+    state = ctx.require_replay_run(args.run_id)  # exit 2 before Spark: malformed, no lakehouse, unknown
+    if state is not None:
+        check_approver(state, args.by)  # exit 2 before Spark: not an approver of its plan
     result = approve(
         ctx.registry, args.run_id, by=args.by, clock=ctx.clock, reason=args.reason, reject=args.reject
     )

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from lakehouse.tables import TableRegistry
     from ledger import Clock, Ledger
     from ledger.engines import EngineCatalog, EngineSpec
+    from workloads.replay.state import RunState
 
 __all__ = [
     "Action",
@@ -97,11 +98,13 @@ class Context:
                 f"(lakehouse demo, or generate + ingest + build), or pass --workdir"
             )
 
-    def require_replay_run(self, run_id: str) -> None:
+    def require_replay_run(self, run_id: str) -> RunState | None:
         """Refuse, before Spark starts, a RUN that is not a replay run id, a work dir without a
         lakehouse, and a run the ledger does not hold (read without a JVM, by deltalake or
-        pyiceberg as ``asof --reader pyiceberg`` reads it). A ledger that cannot be read that
-        way is left to the command, which refuses an unknown run with the same line (exit 2)."""
+        pyiceberg as ``asof --reader pyiceberg`` reads it); returns the run's state so read, for
+        the command's own checks (its plan's approvers and consumers). A ledger that cannot be
+        read that way is left to the command (None), which refuses an unknown run with the same
+        line (exit 2)."""
         import re
 
         from lakehouse.errors import UsageError
@@ -112,7 +115,7 @@ class Context:
         from workloads.replay.state import run_state
 
         if not self._catalog_exists():  # no catalog yet, so no Iceberg ledger: no run at all
-            run_state(run_id, [])
+            return run_state(run_id, [])
         try:
             from workloads.asof import PythonReader
 
@@ -123,8 +126,8 @@ class Context:
                 type(exc).__name__,
                 exc,
             )
-            return
-        run_state(run_id, mine)  # UnknownRunError: exit 2
+            return None
+        return run_state(run_id, mine)  # UnknownRunError: exit 2
 
     def _catalog_exists(self) -> bool:
         """False only for the embedded SQLite catalog whose file is missing (opening it would

@@ -33,7 +33,7 @@ import pytest
 
 from lakehouse.config import LakehouseConfig, load_config
 from tests.cli_runner import Runner, Step, instance_env
-from tests.conftest import drop_all
+from tests.conftest import NO_JVM_HOME, drop_all
 from tests.erasure_search import files_naming, words
 from tests.openlineage_schema import read_events, schema_errors
 
@@ -201,6 +201,17 @@ def history(
     run_id = replayed.data["run_id"] if replayed.code == 0 else "replay-missing"
     run("publish-unapproved", "publish", run_id)
     run("approve-stranger", "approve", run_id, "--by", "mallory")
+    # the same refusals in a real process whose java refuses: checked on the ledger read without a JVM
+    no_jvm = {**os.environ, **env, "JAVA_HOME": str(NO_JVM_HOME)}
+    for name, args in (
+        ("approve-stranger-no-jvm", ("approve", run_id, "--by", "mallory")),
+        ("ack-stranger-no-jvm", ("ack", "nobody", run_id)),
+    ):
+        process = [sys.executable, "-m", "jobs", *args, "--conf", str(CONF), "--workdir", str(workdir)]
+        done = subprocess.run(
+            process, cwd=REPO, env=no_jvm, capture_output=True, text=True, timeout=300, check=False
+        )
+        run.steps[name] = Step(tuple(process), done.returncode, None, done.stderr)
     run("approve", "approve", run_id, "--by", "risk-lead")
     run("publish-held", "publish", run_id)
     run("ack", "ack", "fraud-ops", run_id, "--by", "ops")
@@ -451,6 +462,15 @@ def test_the_correction_is_refused_held_then_published_and_rolled_back_through_t
         "approve-stranger": 2,
         "publish-held": 5,
     }
+    for name, named in (
+        ("approve-stranger-no-jvm", "its approvers are"),
+        ("ack-stranger-no-jvm", "its consumers are"),
+    ):
+        refused = history[name]
+        assert refused.code == 2, refused.stderr
+        assert named in refused.stderr, refused.stderr
+        assert "Java" not in refused.stderr, "refused on the ledger read, before a JVM"
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert history["approve"].data["decision"] == "approved"
     assert history["ack"].data["recorded"] is True
     published = history["publish"].data

@@ -19,7 +19,7 @@ from ledger.clock import Clock, utc
 from ledger.entries import Approval
 from workloads.replay import outbox
 from workloads.replay.plan import Purpose
-from workloads.replay.state import APPROVED, AWAITING_APPROVAL
+from workloads.replay.state import APPROVED, AWAITING_APPROVAL, RunState
 from workloads.replay.status import load_state, why_not
 
 if TYPE_CHECKING:
@@ -37,6 +37,31 @@ class ApprovalResult:
     decision: str
     scope: str
     approved_at: datetime
+
+
+def check_approver(state: RunState, by: str) -> None:
+    """Refuse (exit 2) an approver the run's plan does not list. Pure: the command checks it on
+    the ledger read without a JVM, before Spark starts, and :func:`approve` again."""
+    plan = state.plan
+    if by not in plan.publication.approvers:
+        raise ReplayRefusedError(
+            f"{by!r} may not approve plan {plan.plan}; "
+            f"its approvers are: {', '.join(plan.publication.approvers)}"
+        )
+
+
+def check_consumer(state: RunState, consumer: str) -> None:
+    """Refuse (exit 2) a consumer the run's plan does not name, and a comparison (nothing will
+    be published). Pure, like :func:`check_approver`."""
+    names = [c.name for c in state.plan.publication.consumers]
+    if consumer not in names:
+        raise ReplayRefusedError(
+            f"{consumer!r} is not a consumer of plan {state.plan.plan}; its consumers are: {', '.join(names)}"
+        )
+    if state.plan.purpose is Purpose.COMPARISON:
+        raise ReplayRefusedError(
+            f"run {state.run_id} is a comparison: nothing will be published to acknowledge"
+        )
 
 
 def approve(
@@ -62,11 +87,7 @@ def approve(
             f"run {run_id} is {state.status}, not awaiting approval; "
             f"{why_not(state) or 'see lakehouse replay status ' + run_id}"
         )
-    if by not in plan.publication.approvers:
-        raise ReplayRefusedError(
-            f"{by!r} may not approve plan {plan.plan}; "
-            f"its approvers are: {', '.join(plan.publication.approvers)}"
-        )
+    check_approver(state, by)
     manifest = state.manifest
     scope = f"{plan.plan}:{manifest.candidate if manifest else run_id}"
     moment = utc(clock.now())
@@ -88,13 +109,7 @@ def ack(
 ) -> outbox.Acknowledgement:
     """Record that ``consumer`` acknowledged the decision version ``run_id`` (idempotent)."""
     state = load_state(registry, run_id)
-    names = [c.name for c in state.plan.publication.consumers]
-    if consumer not in names:
-        raise ReplayRefusedError(
-            f"{consumer!r} is not a consumer of plan {state.plan.plan}; its consumers are: {', '.join(names)}"
-        )
-    if state.plan.purpose is Purpose.COMPARISON:
-        raise ReplayRefusedError(f"run {run_id} is a comparison: nothing will be published to acknowledge")
+    check_consumer(state, consumer)
     acknowledgement = outbox.record_ack(
         registry.get(outbox.ACKS), consumer=consumer, run_id=run_id, by=by, at=utc(clock.now())
     )
