@@ -72,8 +72,9 @@ lint: $(STAMP) ## ruff (lint + format check) and mypy
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-docs: $(STAMP) ## regenerate the CLI reference (docs/reference/cli.md) and build the site into site/ (mkdocs --strict)
+docs: $(STAMP) ## regenerate the CLI reference (docs/reference/cli.md), fetch the pinned mermaid, build the site into site/ (mkdocs --strict)
 	$(BIN)/python -m jobs.cli_reference
+	$(BIN)/python -m docs_tools.mermaid
 	$(BIN)/mkdocs build --strict
 
 format: $(STAMP) ## apply ruff's fixes and formatting
