@@ -15,7 +15,7 @@ CONF ?= conf/lakehouse.yaml
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup lock jars postgres demo check test test-fast docs lint format bench clean clean-work cluster-demo
+.PHONY: help setup lock jars postgres demo check test test-fast docs notebooks lint format bench clean clean-work cluster-demo
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  make %-12s %s\n", $$1, $$2}'
@@ -76,6 +76,15 @@ docs: $(STAMP) ## regenerate the CLI reference (docs/reference/cli.md), fetch th
 	$(BIN)/python -m jobs.cli_reference
 	$(BIN)/python -m docs_tools.mermaid
 	$(BIN)/mkdocs build --strict
+
+# The executed notebooks the site shows (docs/notebooks/, committed with their outputs): a
+# fresh demo lake in .work/notebooks (Spark, about 11 min), then each notebook run on it with
+# nbclient, then the check tests/test_notebooks_docs.py makes. NOTEBOOKS_ARGS="--reuse" keeps
+# the lake of an earlier run; "--lake work --reuse" uses the one make demo built.
+NOTEBOOKS_ARGS ?=
+
+notebooks: setup ## execute notebooks/*.ipynb on a fresh demo lake (Spark) into docs/notebooks/, with their outputs, and check them
+	$(BIN)/python -m docs_tools.notebooks execute $(NOTEBOOKS_ARGS)
 
 format: $(STAMP) ## apply ruff's fixes and formatting
 	$(BIN)/ruff check --fix .

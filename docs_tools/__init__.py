@@ -1,6 +1,6 @@
-"""Tools that build the documentation site's inputs: the pinned mermaid build
-(:mod:`docs_tools.mermaid`).
+"""Tools that build the documentation site's inputs: the executed notebooks
+(:mod:`docs_tools.notebooks`) and the pinned mermaid build (:mod:`docs_tools.mermaid`).
 
 Not part of the product (nothing in ``lakehouse``, ``ledger``, ``workloads`` or ``jobs``
-imports them); run from the repository root, as ``make docs`` does.
+imports them); run from the repository root, as ``make notebooks`` and ``make docs`` do.
 """

@@ -2,7 +2,8 @@
 diagrams load the pinned mermaid the site serves itself.
 
 All start no JVM: the reference is rendered from the argparse parser alone, and
-``mkdocs build --strict`` shows the notebooks as committed, without executing them.
+``mkdocs build --strict`` shows the notebooks as committed, with the outputs ``make notebooks``
+gave them (checked by ``tests/test_notebooks_docs.py``), without executing them.
 """
 
 from __future__ import annotations
