@@ -87,6 +87,16 @@ class Check:
     counts: Mapping[str, Any] = field(default_factory=dict)
     """Figures behind the check (the recount's per-partition counts), recorded as they are."""
 
+    def recorded(self) -> dict[str, Any]:
+        """What the ledger keeps of the check: verdict, violations, detail and counts, never its
+        :attr:`examples` (row values an erasure could not redact there)."""
+        return {
+            "passed": self.passed,
+            "violations": self.violations,
+            "detail": self.detail,
+            **({"counts": dict(self.counts)} if self.counts else {}),
+        }
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -150,15 +160,7 @@ class Reconciliation:
             "first_bad_partition": self.first_bad_partition,
             "failed_invariant": self.failed_invariant,
             "owner": self.owner,
-            "checks": {
-                c.name: {
-                    "passed": c.passed,
-                    "violations": c.violations,
-                    "detail": c.detail,
-                    **({"counts": dict(c.counts)} if c.counts else {}),
-                }
-                for c in self.checks
-            },
+            "checks": {c.name: c.recorded() for c in self.checks},
         }
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lakehouse.errors import ReplayRefusedError
 from ledger.api import open_ledger
@@ -94,12 +94,6 @@ def verify_publication(
     check = pairs.check
     verdict = Verdict.PUBLISH if check.passed else Verdict.ROLLBACK
     failed = None if check.passed else check.name
-    details: dict[str, Any] = {
-        "passed": check.passed,
-        "violations": check.violations,
-        "detail": check.detail,  # the examples (row values) are printed, never recorded
-        **({"counts": dict(check.counts)} if check.counts else {}),
-    }
     decision = ReconciliationDecision(
         run_id=run_id,
         table=table.name,
@@ -111,7 +105,7 @@ def verify_publication(
         failed_invariant=failed,
         owner=plan.answer.authority,
         checks={
-            check.name: details,
+            check.name: check.recorded(),  # its examples are printed, never recorded
             AFTER_PUBLICATION: {
                 "serving_version": version,
                 "published_version": live.tables.get(table.name),
