@@ -11,6 +11,8 @@ import contextlib
 import io
 import json
 import logging
+import os
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +73,7 @@ def run_cli(argv: list[str], env: Mapping[str, str]) -> Ran:
     from jobs.cli import main
 
     out, err = io.StringIO(), io.StringIO()
+    began = time.monotonic()
     with pytest.MonkeyPatch.context() as patch, _logging_restored():
         for key, value in env.items():
             patch.setenv(key, value)
@@ -79,7 +82,24 @@ def run_cli(argv: list[str], env: Mapping[str, str]) -> Ran:
                 code = main(argv)
             except SystemExit as exc:  # argparse's own refusals
                 code = int(exc.code or 0)
+    _record_time(argv, code, time.monotonic() - began)
     return Ran(code, out.getvalue(), err.getvalue())
+
+
+TIMES_FILE = "LAKEHOUSE_TEST_COMMAND_TIMES"
+"""When set, each command run by a test appends a line to this file: the test, the command
+(its first two words), its exit code and its wall time, tab-separated (a profile of where a
+history's setup goes; ``python -m tests.command_times FILE`` sums it)."""
+
+
+def _record_time(argv: list[str], code: int, seconds: float) -> None:
+    path = os.environ.get(TIMES_FILE)
+    if not path:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+    words = [word for word in argv[:2] if not word.startswith("-")]
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"{test}\t{' '.join(words)}\t{code}\t{seconds:.2f}\n")
 
 
 @contextlib.contextmanager
