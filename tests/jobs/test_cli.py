@@ -311,6 +311,8 @@ def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], mes
 
 
 WELL_FORMED_RUN = "replay-0123456789abcdef"
+TRAINING_SET = "training-set-20261205T093836066482Z-f3f7bb58"
+"""A well-formed run id of another command (workloads.runs.new_run_id)."""
 AT = "2026-11-29T12:00:00Z"
 DECLARED = (
     "--implementation",
@@ -350,6 +352,18 @@ DECLARED = (
         (("verify-publication", WELL_FORMED_RUN), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
         (("ledger", "lineage", "gold.nope"), "unknown table 'gold.nope'; known tables:"),
         (("ledger", "show", "--kind", "nope"), "--kind 'nope' is not a ledger entry kind"),
+        (("ledger", "show", "--run", "nope"), "--run 'nope' is not a run id"),
+        (("ledger", "show", "--run", "replay-XYZ"), "--run 'replay-XYZ' is not a run id"),
+        (
+            ("ledger", "show", "--run", WELL_FORMED_RUN),
+            f"--run '{WELL_FORMED_RUN}': no such run in the ledger",
+        ),
+        (
+            ("ledger", "show", "--run", TRAINING_SET, "--format", "delta"),
+            f"--run '{TRAINING_SET}': no such run in the ledger",
+        ),
+        (("ledger", "show", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (("ledger", "verify", "--workdir", "{empty}"), "no lakehouse in {empty}"),
         (("erase", "--dry-run"), "name the subject: --subject-email ADDRESS or --entity ID"),
         (
             ("build", "silver", "--since", "2025-03-01", "--until", "2025-02-01"),
@@ -494,6 +508,48 @@ def test_a_run_the_ledger_does_not_hold_is_refused_reading_the_ledger_without_a_
     result = run("approve", WELL_FORMED_RUN, "--by", "x", "--workdir", str(lake), env=NO_JVM)
     assert_refused_before_spark(result, f"no replay run '{WELL_FORMED_RUN}' in the ledger")
     assert sorted(lake.rglob("*")) == before, "nothing was written"
+
+
+def test_every_run_id_a_command_records_has_the_shape_ledger_show_accepts() -> None:
+    from datetime import UTC, datetime
+
+    from jobs.common import RUN_ID
+    from workloads.runs import new_run_id
+
+    now = datetime(2026, 12, 5, 9, 38, 36, 66482, tzinfo=UTC)
+    for command in ("ingest-orders", "silver", "gold", "training-set", "erase", "index", "maintain"):
+        assert RUN_ID.fullmatch(new_run_id(command, now, salt="x")), command
+    assert RUN_ID.fullmatch(WELL_FORMED_RUN)
+    for malformed in ("nope", "replay-XYZ", "Silver-20261205T093836066482Z-f3f7bb58", "silver-2026-f3f7bb58"):
+        assert not RUN_ID.fullmatch(malformed), malformed
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_ledger_show_refuses_a_run_the_ledger_does_not_hold_reading_it_without_a_jvm(
+    tmp_path: Path, as_json: bool
+) -> None:
+    """``ledger show --run RUN``: the ledger (Iceberg here, written by pyiceberg) is read with
+    pyiceberg before a JVM starts; a run it does not hold is one line naming ``--run``, exit 2
+    (one JSON line under ``--json``), and nothing is written. A run it holds passes the check
+    and goes on to Spark (here the refusing ``java``)."""
+    lake = tmp_path / "lake"
+    ledger_without_jvm(lake, TRAINING_SET)
+    before = sorted(lake.rglob("*"))
+    json_flag = ["--json"] if as_json else []
+    result = run("ledger", "show", "--run", WELL_FORMED_RUN, "--workdir", str(lake), *json_flag, env=NO_JVM)
+    message = f"--run '{WELL_FORMED_RUN}': no such run in the ledger"
+    if as_json:
+        assert result.returncode == 2, result.stderr
+        (line,) = result.stderr.splitlines()
+        assert json.loads(line) == {"error": message, "exit_code": 2}
+        assert result.stdout == ""
+    else:
+        assert_refused_before_spark(result, message)
+    assert sorted(lake.rglob("*")) == before, "nothing was written"
+
+    held = run("ledger", "show", "--run", TRAINING_SET, "--workdir", str(lake), env=NO_JVM)
+    assert "no such run" not in held.stderr, held.stderr
+    assert "starting Spark" in held.stderr, "past the checks, the command asked for Spark"
 
 
 @pytest.mark.parametrize(
