@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from rich.console import Console
@@ -50,6 +50,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -118,11 +120,12 @@ class Context:
 
         return run_state(run_id, [r.entry() for r in mine])  # UnknownRunError: exit 2
 
-    def require_run(self, run_id: str, *, what: str) -> None:
+    def require_run(self, run_id: str, *, what: str, noun: str = "run") -> None:
         """Refuse, before Spark starts, a run id of the wrong shape (:data:`RUN_ID`), a work dir
         without a lakehouse, and a run the ledger does not hold (read without a JVM, as
-        :meth:`require_replay_run` reads it): one line naming ``what``, exit 2. A ledger that
-        cannot be read that way is left to the command, which refuses an unknown run itself."""
+        :meth:`require_replay_run` reads it): one line naming ``what`` (and the run as a
+        ``noun``: a training set is its run), exit 2. A ledger that cannot be read that way is
+        left to the command, which refuses an unknown run itself."""
         from lakehouse.errors import UnknownRunError, UsageError
 
         if not RUN_ID.fullmatch(run_id):
@@ -132,16 +135,22 @@ class Context:
             )
         mine = self.ledger_without_jvm(lambda reader: reader.run_records(run_id))
         if mine is not None and not mine:
-            raise UnknownRunError(unknown_run(what, run_id))
+            raise UnknownRunError(unknown_run(what, run_id, noun))
 
     def ledger_without_jvm(
         self, read: Callable[[PythonReader], list[LedgerRecord]]
     ) -> list[LedgerRecord] | None:
-        """What ``read`` finds in the ledger read without a JVM (deltalake or pyiceberg), after
-        refusing a work dir without a lakehouse; [] when there is no ledger yet; None when the
-        ledger cannot be read that way (the command reads it once Spark runs)."""
+        """What ``read`` finds in the ledger read without a JVM: :meth:`without_jvm`."""
+        from ledger.store import LEDGER_TABLE
+
+        return self.without_jvm(LEDGER_TABLE, read)
+
+    def without_jvm(self, table: str, read: Callable[[PythonReader], list[T]]) -> list[T] | None:
+        """What ``read`` finds in ``table`` read without a JVM (deltalake or pyiceberg), after
+        refusing a work dir without a lakehouse; [] when the table does not exist yet; None
+        when it cannot be read that way (the command reads it once Spark runs)."""
         self.require_lakehouse()
-        if not self._ledger_may_exist():
+        if not self._may_exist(table):
             return []
         from deltalake.exceptions import TableNotFoundError
         from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
@@ -151,27 +160,27 @@ class Context:
         try:
             return read(PythonReader(self.config))
         except (NoSuchTableError, NoSuchNamespaceError, TableNotFoundError):
-            return []  # the catalog or the folder is there, the ledger table not yet
-        except Exception as exc:  # no JVM-free route to this ledger: the command will tell
+            return []  # the catalog or the folder is there, the table not yet
+        except Exception as exc:  # no JVM-free route to this table: the command will tell
             log.debug(
-                "ledger not read without a JVM (%s: %s); checked after Spark starts",
+                "%s not read without a JVM (%s: %s); checked after Spark starts",
+                table,
                 type(exc).__name__,
                 exc,
             )
             return None
 
-    def _ledger_may_exist(self) -> bool:
-        """False when the ledger certainly does not exist yet, found without opening anything
-        (opening the embedded SQLite catalog would create its file): an Iceberg ledger whose
-        SQLite catalog file is missing, or a Delta ledger on local disk without its _delta_log."""
+    def _may_exist(self, table: str) -> bool:
+        """False when ``table`` certainly does not exist yet, found without opening anything
+        (opening the embedded SQLite catalog would create its file): an Iceberg table whose
+        SQLite catalog file is missing, or a Delta table on local disk without its _delta_log."""
         from lakehouse.config import TableFormat
         from lakehouse.tables.registry import table_location, table_spec
-        from ledger.store import LEDGER_TABLE
 
-        settings = self.config.tables.get(LEDGER_TABLE)
+        settings = self.config.tables.get(table)
         if settings is None:
             return True
-        spec = table_spec(self.config, LEDGER_TABLE, settings)
+        spec = table_spec(self.config, table, settings)
         if spec.format is TableFormat.ICEBERG:
             sqlite = "jdbc:sqlite:"
             if not self.config.iceberg_uri.startswith(sqlite):
@@ -388,9 +397,9 @@ RUN_ID = re.compile(rf"{REPLAY_RUN_ID.pattern}|[a-z][a-z0-9-]*-\d{{8}}T\d{{12}}Z
 hex>`` (workloads.runs.new_run_id: ``ingest-orders-...``, ``training-set-...``, ``erase-...``)."""
 
 
-def unknown_run(what: str, run_id: str) -> str:
+def unknown_run(what: str, run_id: str, noun: str = "run") -> str:
     """The line that refuses a well-formed run id the ledger does not hold."""
-    return f"{what} {run_id!r}: no such run in the ledger"
+    return f"{what} {run_id!r}: no such {noun} in the ledger"
 
 
 TRAINING_SET_ID = re.compile(r"training-set-\d{8}T\d{12}Z-[0-9a-f]{8}")
