@@ -398,8 +398,9 @@ hex>`` (workloads.runs.new_run_id: ``ingest-orders-...``, ``training-set-...``, 
 
 
 def unknown_run(what: str, run_id: str, noun: str = "run") -> str:
-    """The line that refuses a well-formed run id the ledger does not hold."""
-    return f"{what} {run_id!r}: no such {noun} in the ledger"
+    """The line that refuses a well-formed run id the ledger does not hold (as the line that
+    refuses a training set gold.training_sets does not hold names it: unquoted)."""
+    return f"{what} {run_id}: no such {noun} in the ledger"
 
 
 TRAINING_SET_ID = re.compile(r"training-set-\d{8}T\d{12}Z-[0-9a-f]{8}")

@@ -357,11 +357,11 @@ DECLARED = (
         (("ledger", "show", "--run", "replay-XYZ"), "--run 'replay-XYZ' is not a run id"),
         (
             ("ledger", "show", "--run", WELL_FORMED_RUN),
-            f"--run '{WELL_FORMED_RUN}': no such run in the ledger",
+            f"--run {WELL_FORMED_RUN}: no such run in the ledger",
         ),
         (
             ("ledger", "show", "--run", TRAINING_SET, "--format", "delta"),
-            f"--run '{TRAINING_SET}': no such run in the ledger",
+            f"--run {TRAINING_SET}: no such run in the ledger",
         ),
         (("ledger", "show", "--workdir", "{empty}"), "no lakehouse in {empty}"),
         (("ledger", "verify", "--workdir", "{empty}"), "no lakehouse in {empty}"),
@@ -420,7 +420,7 @@ DECLARED = (
         (("erase", "--verify", CERTIFICATE), f"no erasure certificate '{CERTIFICATE}' in the ledger"),
         (
             ("train", "--training-set", TRAINING_SET),
-            f"--training-set '{TRAINING_SET}': no such training set in the ledger",
+            f"--training-set {TRAINING_SET}: no such training set in the ledger",
         ),
         (("build", "silver", "--workdir", "{empty}"), "no lakehouse in {empty}"),
         (("build", "gold", "--workdir", "{empty}"), "no lakehouse in {empty}"),
@@ -587,7 +587,7 @@ def test_ledger_show_refuses_a_run_the_ledger_does_not_hold_reading_it_without_a
     before = sorted(lake.rglob("*"))
     json_flag = ["--json"] if as_json else []
     result = run("ledger", "show", "--run", WELL_FORMED_RUN, "--workdir", str(lake), *json_flag, env=NO_JVM)
-    message = f"--run '{WELL_FORMED_RUN}': no such run in the ledger"
+    message = f"--run {WELL_FORMED_RUN}: no such run in the ledger"
     if as_json:
         assert result.returncode == 2, result.stderr
         (line,) = result.stderr.splitlines()
@@ -624,9 +624,9 @@ def placed_hold(hold_id: str) -> Any:
         (("erase", "--verify", CERTIFICATE), f"no erasure certificate '{CERTIFICATE}' in the ledger"),
         (
             ("train", "--training-set", TRAINING_SET),
-            f"--training-set '{TRAINING_SET}': no such training set in the ledger",
+            f"--training-set {TRAINING_SET}: no such training set in the ledger",
         ),
-        (("ledger", "show", "--run", TRAINING_SET), f"--run '{TRAINING_SET}': no such run in the ledger"),
+        (("ledger", "show", "--run", TRAINING_SET), f"--run {TRAINING_SET}: no such run in the ledger"),
     ],
     ids=[
         "hold-add-placed",
