@@ -451,6 +451,20 @@ DECLARED = (
             ("engines", "declare", "--name", "x", *DECLARED, "--param", "=1"),
             "--param '=1': expected KEY=VALUE",
         ),
+        (
+            (
+                "engines",
+                "declare",
+                "--name",
+                "x",
+                *DECLARED,
+                "--engines",
+                "{lake}/e.yaml",
+                "--workdir",
+                "{empty}",
+            ),
+            "no lakehouse in {empty}",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_before_a_jvm_starts_and_writes_nothing(
