@@ -191,11 +191,27 @@ def check(sources: Path = SOURCES, executed: Path = EXECUTED) -> list[str]:
 # --- execution (Spark: the demo, and the ML notebook's training set) -----------------------------
 
 
+QUIETED: Final = ("ignore:IProgress not found:Warning",)
+"""Warnings the kernel does not print (``PYTHONWARNINGS`` entries): environment noise, not
+results. ``IProgress not found``: importing ``mlflow.tracking`` imports ``tqdm.auto`` (by way
+of ``mlflow.genai``), which in a Jupyter kernel without ipywidgets warns (TqdmWarning) that
+it falls back to text progress bars, naming the file of this machine's virtualenv; the
+notebooks draw no progress bar."""
+
+
 def kernel_env(lake: Path) -> dict[str, str]:
     """The kernel's environment: this one, pointed at ``lake``, without the notebooks' knobs
-    (:data:`KNOBS`), in UTC."""
+    (:data:`KNOBS`), in UTC, with :data:`QUIETED` added to ``PYTHONWARNINGS``."""
     env = {k: v for k, v in os.environ.items() if k not in KNOBS}
-    env.update({"LAKEHOUSE_WORKDIR": str(lake), "TZ": "UTC", "PYTHONHASHSEED": "0"})
+    warnings = [w for w in env.get("PYTHONWARNINGS", "").split(",") if w]
+    env.update(
+        {
+            "LAKEHOUSE_WORKDIR": str(lake),
+            "TZ": "UTC",
+            "PYTHONHASHSEED": "0",
+            "PYTHONWARNINGS": ",".join([*warnings, *QUIETED]),
+        }
+    )
     return env
 
 
@@ -219,9 +235,10 @@ def build_lake(lake: Path, *, reuse: bool) -> None:
 
 
 def scrub(notebook: Any, lake: Path) -> None:
-    """Paths of this machine in the outputs become ``<lake>`` and ``<repo>``: the committed
-    copy reads the same wherever it was executed."""
-    replacements = [(str(lake), "<lake>"), (str(ROOT), "<repo>")]
+    """Paths of this machine in the outputs become ``<lake>``, ``<repo>`` and ``<venv>`` (the
+    virtualenv, which a worktree may share from another checkout): the committed copy reads
+    the same wherever it was executed."""
+    replacements = [(str(lake), "<lake>"), (str(ROOT), "<repo>"), (sys.prefix, "<venv>")]
 
     def clean(value: Any) -> str:
         text = joined(value)

@@ -81,6 +81,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         if args.since and args.until and args.since >= args.until:
             raise UsageError(f"--since {args.since} must be before --until {args.until}")
         lateness = load_lateness_policy(args.policies)  # a bad file: exit 2, before Spark
+        ctx.require_lakehouse()  # nothing ingested yet: exit 2, before Spark
         ctx.progress("building Silver from pinned Bronze")
         silver = run_silver(
             ctx.registry,
@@ -95,6 +96,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         )
         return Outcome(data=silver, lines=render_silver(silver))
     streaming = load_streaming_policy(args.policies)  # a bad file: exit 2, before Spark
+    ctx.require_lakehouse()
     ctx.progress("building Gold from pinned Silver")
     gold = run_gold(
         ctx.registry,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from rich.console import Console
@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
     from lakehouse.tables import TableRegistry
     from ledger import Clock, Ledger
+    from ledger.chain import LedgerRecord
     from ledger.engines import EngineCatalog, EngineSpec
+    from workloads.asof import PythonReader
     from workloads.replay.state import RunState
 
 __all__ = [
@@ -48,6 +50,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -105,44 +109,87 @@ class Context:
         the command's own checks (its plan's approvers and consumers). A ledger that cannot be
         read that way is left to the command (None), which refuses an unknown run with the same
         line (exit 2)."""
-        import re
-
         from lakehouse.errors import UsageError
 
-        if not re.fullmatch(r"replay-[0-9a-f]{16}", run_id):
+        if not REPLAY_RUN_ID.fullmatch(run_id):
             raise UsageError(f"RUN {run_id!r} is not a replay run id (replay- and 16 hex digits)")
-        self.require_lakehouse()
+        mine = self.ledger_without_jvm(lambda reader: reader.run_records(run_id))
+        if mine is None:
+            return None
         from workloads.replay.state import run_state
 
-        if not self._catalog_exists():  # no catalog yet, so no Iceberg ledger: no run at all
-            return run_state(run_id, [])
-        try:
-            from workloads.asof import PythonReader
+        return run_state(run_id, [r.entry() for r in mine])  # UnknownRunError: exit 2
 
-            mine = [r.entry() for r in PythonReader(self.config).run_records(run_id)]
-        except Exception as exc:  # no JVM-free route to this ledger: the command will tell
+    def require_run(self, run_id: str, *, what: str, noun: str = "run") -> None:
+        """Refuse, before Spark starts, a run id of the wrong shape (:data:`RUN_ID`), a work dir
+        without a lakehouse, and a run the ledger does not hold (read without a JVM, as
+        :meth:`require_replay_run` reads it): one line naming ``what`` (and the run as a
+        ``noun``: a training set is its run), exit 2. A ledger that cannot be read that way is
+        left to the command, which refuses an unknown run itself."""
+        from lakehouse.errors import UnknownRunError, UsageError
+
+        if not RUN_ID.fullmatch(run_id):
+            raise UsageError(
+                f"{what} {run_id!r} is not a run id (replay- and 16 hex digits, or "
+                f"<command>-<UTC time>-<8 hex> as the command printed it)"
+            )
+        mine = self.ledger_without_jvm(lambda reader: reader.run_records(run_id))
+        if mine is not None and not mine:
+            raise UnknownRunError(unknown_run(what, run_id, noun))
+
+    def ledger_without_jvm(
+        self, read: Callable[[PythonReader], list[LedgerRecord]]
+    ) -> list[LedgerRecord] | None:
+        """What ``read`` finds in the ledger read without a JVM: :meth:`without_jvm`."""
+        from ledger.store import LEDGER_TABLE
+
+        return self.without_jvm(LEDGER_TABLE, read)
+
+    def without_jvm(self, table: str, read: Callable[[PythonReader], list[T]]) -> list[T] | None:
+        """What ``read`` finds in ``table`` read without a JVM (deltalake or pyiceberg), after
+        refusing a work dir without a lakehouse; [] when the table does not exist yet; None
+        when it cannot be read that way (the command reads it once Spark runs)."""
+        self.require_lakehouse()
+        if not self._may_exist(table):
+            return []
+        from deltalake.exceptions import TableNotFoundError
+        from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+        from workloads.asof import PythonReader
+
+        try:
+            return read(PythonReader(self.config))
+        except (NoSuchTableError, NoSuchNamespaceError, TableNotFoundError):
+            return []  # the catalog or the folder is there, the table not yet
+        except Exception as exc:  # no JVM-free route to this table: the command will tell
             log.debug(
-                "ledger not read without a JVM (%s: %s); RUN checked after Spark starts",
+                "%s not read without a JVM (%s: %s); checked after Spark starts",
+                table,
                 type(exc).__name__,
                 exc,
             )
             return None
-        return run_state(run_id, mine)  # UnknownRunError: exit 2
 
-    def _catalog_exists(self) -> bool:
-        """False only for the embedded SQLite catalog whose file is missing (opening it would
-        create it) while the ledger is an Iceberg table."""
+    def _may_exist(self, table: str) -> bool:
+        """False when ``table`` certainly does not exist yet, found without opening anything
+        (opening the embedded SQLite catalog would create its file): an Iceberg table whose
+        SQLite catalog file is missing, or a Delta table on local disk without its _delta_log."""
         from lakehouse.config import TableFormat
-        from lakehouse.tables.registry import table_spec
-        from ledger.store import LEDGER_TABLE
+        from lakehouse.tables.registry import table_location, table_spec
 
-        sqlite = "jdbc:sqlite:"
-        settings = self.config.tables.get(LEDGER_TABLE)
-        if settings is None or not self.config.iceberg_uri.startswith(sqlite):
+        settings = self.config.tables.get(table)
+        if settings is None:
             return True
-        if table_spec(self.config, LEDGER_TABLE, settings).format is not TableFormat.ICEBERG:
+        spec = table_spec(self.config, table, settings)
+        if spec.format is TableFormat.ICEBERG:
+            sqlite = "jdbc:sqlite:"
+            if not self.config.iceberg_uri.startswith(sqlite):
+                return True
+            return Path(self.config.iceberg_uri.removeprefix(sqlite)).exists()
+        location = urlparse(table_location(self.config, spec))
+        if location.scheme != "file":  # an object store: deltalake will tell
             return True
-        return Path(self.config.iceberg_uri.removeprefix(sqlite)).exists()
+        return (Path(unquote(location.path)) / "_delta_log").is_dir()
 
     def progress(self, message: str, *, done: int | None = None, total: int | None = None) -> None:
         """One step of long work (the callback library functions are handed), on stderr."""
@@ -340,6 +387,20 @@ def positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
     return int(text)
+
+
+REPLAY_RUN_ID = re.compile(r"replay-[0-9a-f]{16}")
+"""A replay's run id: ``replay-`` and 16 hex digits of its identity (workloads.replay.identity)."""
+
+RUN_ID = re.compile(rf"{REPLAY_RUN_ID.pattern}|[a-z][a-z0-9-]*-\d{{8}}T\d{{12}}Z-[0-9a-f]{{8}}")
+"""Any run id the ledger records: a replay's, or another recorded run's, ``<command>-<UTC time>-<8
+hex>`` (workloads.runs.new_run_id: ``ingest-orders-...``, ``training-set-...``, ``erase-...``)."""
+
+
+def unknown_run(what: str, run_id: str, noun: str = "run") -> str:
+    """The line that refuses a well-formed run id the ledger does not hold (as the line that
+    refuses a training set gold.training_sets does not hold names it: unquoted)."""
+    return f"{what} {run_id}: no such {noun} in the ledger"
 
 
 TRAINING_SET_ID = re.compile(r"training-set-\d{8}T\d{12}Z-[0-9a-f]{8}")

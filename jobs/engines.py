@@ -142,6 +142,7 @@ def _declare(args: argparse.Namespace, ctx: Context) -> Outcome:
     from ledger.engines import declare
 
     check_declaration(args)
+    ctx.require_lakehouse()  # before the engines file is written: the ledger records the declaration
     entry = declare(
         args.engines,
         name=args.name,

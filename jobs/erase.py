@@ -69,14 +69,15 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from jobs.render import render_erasure, render_erasure_check
     from lakehouse.errors import UsageError
     from workloads.compliance import ErasureRequest, erase, find_certificate, reverify
+    from workloads.compliance.erasure import certificate_in, check_certificate_id
     from workloads.compliance.subject import check_text
 
     if args.verify is not None and (args.request is not None or args.reason is not None or args.dry_run):
         raise UsageError("--verify CERT takes no --request, --reason or --dry-run")
     if args.verify is None and args.subject_email is None and args.entity is None:
         raise UsageError("name the subject: --subject-email ADDRESS or --entity ID (or --verify CERT)")
-    if args.verify is not None and not args.verify.strip():
-        raise UsageError("--verify is empty: name an erasure certificate")
+    if args.verify is not None:
+        check_certificate_id(args.verify)
     request = None
     if args.verify is None:  # every argument checked here: exit 2 before Spark starts, nothing written
         for flag, text in (("--request", args.request), ("--reason", args.reason)):
@@ -92,6 +93,9 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     deliveries = args.deliveries or ctx.config.workdir_path / "history"
     ctx.require_lakehouse()
     if request is None:
+        certificates = ctx.ledger_without_jvm(lambda reader: reader.kind_records("erasure_certificate"))
+        if certificates is not None:  # exit 2 before Spark: no such certificate in the ledger
+            certificate_in(certificates, args.verify)
         certificate = find_certificate(ctx.ledger, args.verify)
         check = reverify(ctx.registry, ctx.ledger, certificate, deliveries, ctx.progress)
         passed = check.passed

@@ -96,8 +96,23 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         from workloads.silver.lateness import load_lateness_policy
 
         load_lateness_policy(args.policies)  # a bad file: exit 2, before Spark
+        check_queued(args.exception_id, ctx)
     ctx.require_lakehouse()
     return _list(args, ctx) if args.action == "list" else _decide(args, ctx)
+
+
+def check_queued(exception_id: str, ctx: Context) -> None:
+    """Refuse, before Spark starts, an exception ``ops.exceptions`` does not hold or one decided
+    already, the queue read without a JVM (pyiceberg or deltalake); a queue only Spark can read
+    is checked once Spark runs, with the same line."""
+    from workloads.asof import Scope
+    from workloads.silver.exceptions import check_pending
+    from workloads.vocabulary import TableName
+
+    queue = TableName.EXCEPTIONS
+    rows = ctx.without_jvm(queue, lambda reader: reader.rows(queue, Scope(exception_id, ("exception_id",))))
+    if rows is not None:
+        check_pending(exception_id, [(r["status"], r["decided_by"], r["decided_at"]) for r in rows])
 
 
 def queue_row(fact: HeldFact) -> dict[str, object]:

@@ -66,11 +66,14 @@ def _list(args: argparse.Namespace, ctx: Context) -> Outcome:
 
 def _decide(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.compliance import HoldRequest, place_hold, release_hold
+    from workloads.compliance.holds import check_decision, placed_holds
 
     check_arguments(args)
-    ctx.require_lakehouse()
     subject = (getattr(args, "subject_email", None), getattr(args, "entity", None))
     request = HoldRequest(args.hold_id, args.by, args.reason, *subject)
+    holds = ctx.ledger_without_jvm(lambda reader: reader.kind_records("legal_hold"))
+    if holds is not None:  # exit 2 before Spark: an id already placed (add), or not placed (release)
+        check_decision(args.action, request, placed_holds(holds))
     hold = place_hold(ctx.ledger, request) if args.action == "add" else release_hold(ctx.ledger, request)
     return Outcome(data=hold, lines=[f"legal hold {hold.hold_id} {hold.action} by {hold.by}: {hold.reason}"])
 

@@ -14,7 +14,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file by spark-submit: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.common import Action, Context, Outcome, TableView, add_policies_argument
+from jobs.common import Action, Context, Outcome, TableView, add_policies_argument, unknown_run
 from jobs.output import Block, plain
 from lakehouse.errors import ExitCode
 from ledger.chain import LedgerRecord
@@ -28,7 +28,9 @@ HELP = (
 
 
 def _show_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--run", metavar="RUN", help="only this run's entries")
+    parser.add_argument(
+        "--run", metavar="RUN", help="only this run's entries (exit 2 if the ledger holds no such run)"
+    )
     parser.add_argument("--kind", help="only entries of this kind")
 
 
@@ -53,6 +55,7 @@ def _verify(args: argparse.Namespace, ctx: Context) -> Outcome:
         from workloads.policies import load_protection_policy
 
         policy = load_protection_policy(args.policies)  # a bad file: exit 2, before Spark
+    ctx.require_lakehouse()
     reader = ctx.ledger.reader
     report = reader.verify()
     status = "ok" if report.ok else f"BROKEN at seq {report.first_broken_seq}: {report.problem}"
@@ -106,14 +109,21 @@ def _lineage(args: argparse.Namespace, ctx: Context) -> Outcome:
 
 
 def _show(args: argparse.Namespace, ctx: Context) -> Outcome:
-    from lakehouse.errors import UsageError
+    from lakehouse.errors import UnknownRunError, UsageError
 
-    if args.kind is not None:  # before Spark starts (ctx.ledger starts it): one line, exit 2
+    # Arguments are checked before Spark starts (ctx.ledger starts it): one line, exit 2.
+    if args.kind is not None:
         from ledger.entries import KINDS
 
         if args.kind not in KINDS:
             raise UsageError(f"--kind {args.kind!r} is not a ledger entry kind; kinds: {', '.join(KINDS)}")
-    records = ctx.ledger.reader.records(kind=args.kind, run_id=args.run)
+    if args.run is not None:
+        ctx.require_run(args.run, what="--run")  # its shape, then the ledger read without a JVM
+    ctx.require_lakehouse()
+    reader = ctx.ledger.reader
+    if args.run is not None and not reader.records(run_id=args.run):  # a ledger only Spark reads
+        raise UnknownRunError(unknown_run("--run", args.run))
+    records = reader.records(kind=args.kind, run_id=args.run)
     rows = [
         {
             "seq": r.seq,

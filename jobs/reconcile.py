@@ -25,6 +25,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the reposit
 from typing import TYPE_CHECKING
 
 from jobs.common import Context, Outcome, add_policies_argument
+from lakehouse.errors import ExitCode
 
 if TYPE_CHECKING:
     from workloads.reconciliation.run import ReconcileReport
@@ -111,12 +112,12 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     return Outcome(data=report, lines=render_reconcile(report), exit_code=reconcile_exit_code(report))
 
 
-def reconcile_exit_code(report: ReconcileReport) -> int:
+def reconcile_exit_code(report: ReconcileReport) -> ExitCode:
     """4 when differences remain or stepped up (whatever the coverage), else 5 when a budget
     stopped the walk before the end of the key space, else 0."""
     if report.remaining > 0 or report.step_change:
-        return 4
-    return 5 if report.resume_from is not None else 0
+        return ExitCode.CHECK_FAILED
+    return ExitCode.HELD if report.resume_from is not None else ExitCode.DONE
 
 
 if __name__ == "__main__":

@@ -61,6 +61,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     tracking = tracking_for(ctx.config)
     check_reachable(tracking)
     check_model_version(tracking, model, model_version)
+    if args.training_set is not None:  # a training set is its run: the ledger read before Spark starts
+        ctx.require_run(args.training_set, what="--training-set", noun="training set")
     ctx.require_lakehouse()
 
     from workloads.ml.scoring import score

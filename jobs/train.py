@@ -82,6 +82,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     if args.model_version is not None:
         check_model_version(tracking, model_name(tracking), str(args.model_version))
         return _declare(args, ctx, None, str(args.model_version), effective, [])
+    if args.training_set is not None:  # a training set is its run: the ledger read before Spark starts
+        ctx.require_run(args.training_set, what="--training-set", noun="training set")
     ctx.require_lakehouse()
 
     from workloads.ml.tracking import open_tracking

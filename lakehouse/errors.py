@@ -44,7 +44,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ),
     ExitCode.HELD: (
         "held, not refused for good: a required consumer has not acknowledged (`publish`), a "
-        "legal hold covers the subject (`erase`), or a reconcile is not finished (a budget "
+        "legal hold covers the subject (`erase`), or a `reconcile` is not finished (a budget "
         "stopped it, or another reconcile holds the pair: run it again)"
     ),
     ExitCode.INJECTED_FAILURE: "an injected failure (tests and drills; `stream --fail-at`)",

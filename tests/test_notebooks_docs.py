@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -253,6 +254,9 @@ def test_execute_writes_outputs_plots_and_no_paths_of_this_machine(tmp_path: Pat
             nbformat.v4.new_code_cell(
                 "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nprint('drawn')"
             ),
+            # tqdm.auto in a kernel without ipywidgets warns, naming the virtualenv (as mlflow
+            # imports it); the kernel runs with that warning filtered, and paths are scrubbed
+            nbformat.v4.new_code_cell("import sys\nfrom tqdm.auto import tqdm\nprint(sys.prefix)"),
         ],
         metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
     )
@@ -265,4 +269,6 @@ def test_execute_writes_outputs_plots_and_no_paths_of_this_machine(tmp_path: Pat
     text = target.read_text(encoding="utf-8")
     assert "42 <lake>" in text
     assert str(tmp_path) not in text
+    assert "IProgress not found" not in text
+    assert sys.prefix not in text, "the virtualenv is scrubbed too"
     assert '"execution"' not in text, "no timings: the copy changes only when an output does"

@@ -311,6 +311,9 @@ def test_verify_refuses_bad_input_before_spark_starts(args: tuple[str, ...], mes
 
 
 WELL_FORMED_RUN = "replay-0123456789abcdef"
+TRAINING_SET = "training-set-20261205T093836066482Z-f3f7bb58"
+CERTIFICATE = "erasure-20261205T093836066482Z-0a1b2c3d"
+"""A well-formed run id of another command (workloads.runs.new_run_id)."""
 AT = "2026-11-29T12:00:00Z"
 DECLARED = (
     "--implementation",
@@ -350,6 +353,18 @@ DECLARED = (
         (("verify-publication", WELL_FORMED_RUN), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
         (("ledger", "lineage", "gold.nope"), "unknown table 'gold.nope'; known tables:"),
         (("ledger", "show", "--kind", "nope"), "--kind 'nope' is not a ledger entry kind"),
+        (("ledger", "show", "--run", "nope"), "--run 'nope' is not a run id"),
+        (("ledger", "show", "--run", "replay-XYZ"), "--run 'replay-XYZ' is not a run id"),
+        (
+            ("ledger", "show", "--run", WELL_FORMED_RUN),
+            f"--run {WELL_FORMED_RUN}: no such run in the ledger",
+        ),
+        (
+            ("ledger", "show", "--run", TRAINING_SET, "--format", "delta"),
+            f"--run {TRAINING_SET}: no such run in the ledger",
+        ),
+        (("ledger", "show", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (("ledger", "verify", "--workdir", "{empty}"), "no lakehouse in {empty}"),
         (("erase", "--dry-run"), "name the subject: --subject-email ADDRESS or --entity ID"),
         (
             ("build", "silver", "--since", "2025-03-01", "--until", "2025-02-01"),
@@ -397,6 +412,19 @@ DECLARED = (
         (("exceptions", "list", "--workdir", "{empty}"), "no lakehouse in {empty}"),
         (("exceptions", "reject", "exc-0123456789abcdef", "--by", "x"), "--reason"),
         (
+            ("exceptions", "approve", "exc-0123456789abcdef", "--by", "x"),
+            "exception 'exc-0123456789abcdef': no such exception in ops.exceptions",
+        ),
+        (("hold", "release", "LH-1", "--by", "x", "--reason", "y"), "no placed hold 'LH-1'"),
+        (("erase", "--verify", "cert-1"), "--verify 'cert-1' is not an erasure certificate id"),
+        (("erase", "--verify", CERTIFICATE), f"no erasure certificate '{CERTIFICATE}' in the ledger"),
+        (
+            ("train", "--training-set", TRAINING_SET),
+            f"--training-set {TRAINING_SET}: no such training set in the ledger",
+        ),
+        (("build", "silver", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (("build", "gold", "--workdir", "{empty}"), "no lakehouse in {empty}"),
+        (
             ("hold", "add", "LH-1", "--by", "x", "--reason", "y"),
             "one of the arguments --subject-email --entity",
         ),
@@ -423,6 +451,20 @@ DECLARED = (
             ("engines", "declare", "--name", "x", *DECLARED, "--param", "=1"),
             "--param '=1': expected KEY=VALUE",
         ),
+        (
+            (
+                "engines",
+                "declare",
+                "--name",
+                "x",
+                *DECLARED,
+                "--engines",
+                "{lake}/e.yaml",
+                "--workdir",
+                "{empty}",
+            ),
+            "no lakehouse in {empty}",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_before_a_jvm_starts_and_writes_nothing(
@@ -441,21 +483,31 @@ def test_bad_input_is_one_line_exit_2_before_a_jvm_starts_and_writes_nothing(
     assert sorted(tmp_path.rglob("*")) == [lake, lake / "warehouse"], "nothing was written"
 
 
-def ledger_without_jvm(workdir: Path, run_id: str) -> None:
-    """A lakehouse whose Iceberg ledger (written by pyiceberg, no JVM) holds one entry of ``run_id``."""
-    from datetime import UTC, datetime
-
-    import pyarrow as pa
-
+def catalog_without_jvm(workdir: Path, table: str) -> tuple[Any, tuple[str, str]]:
+    """The embedded Iceberg catalog of a lakehouse in ``workdir`` (made if missing), opened by
+    pyiceberg (no JVM), and the identifier of ``table`` in it, its namespace created."""
     from lakehouse.catalog import iceberg_identifier, open_catalog
     from lakehouse.config import load_config
     from lakehouse.tables.registry import table_location, table_spec
 
     config = load_config(REPO / "conf" / "lakehouse.yaml", environ={}, overrides={"workdir": str(workdir)})
-    (workdir / "warehouse").mkdir(parents=True)
+    (workdir / "warehouse").mkdir(parents=True, exist_ok=True)
     namespace, name = iceberg_identifier(
-        table_location(config, table_spec(config, "ops.ledger", config.tables["ops.ledger"]))
+        table_location(config, table_spec(config, table, config.tables[table]))
     )
+    catalog = open_catalog(config)
+    catalog.create_namespace_if_not_exists(namespace)
+    return catalog, (namespace, name)
+
+
+def ledger_without_jvm(workdir: Path, run_id: str, *entries: Any) -> None:
+    """A lakehouse whose Iceberg ledger (written by pyiceberg, no JVM) holds one entry of
+    ``run_id``, then ``entries`` (ledger entries outside that run)."""
+    from datetime import UTC, datetime
+
+    import pyarrow as pa
+
+    catalog, identifier = catalog_without_jvm(workdir, "ops.ledger")
     schema = pa.schema(
         [
             pa.field("seq", pa.int64(), nullable=False),
@@ -482,9 +534,35 @@ def ledger_without_jvm(workdir: Path, run_id: str) -> None:
         "schema_version": 2,
         "refs": [],
     }
-    catalog = open_catalog(config)
-    catalog.create_namespace(namespace)
-    catalog.create_table((namespace, name), schema=schema).append(pa.Table.from_pylist([row], schema=schema))
+    rows = [row]
+    for seq, entry in enumerate(entries, start=2):
+        rows.append(
+            {
+                **row,
+                "seq": seq,
+                "entry_id": f"e{seq}",
+                "kind": entry.kind,
+                "run_id": None,
+                "body": entry.body(),
+            }
+        )
+    catalog.create_table(identifier, schema=schema).append(pa.Table.from_pylist(rows, schema=schema))
+
+
+def exceptions_without_jvm(workdir: Path, *rows: dict[str, Any]) -> None:
+    """A lakehouse whose ``ops.exceptions`` queue (Iceberg, written by pyiceberg: no JVM) holds
+    ``rows``, the configured schema's other columns left null."""
+    import pyarrow as pa
+
+    from lakehouse.config import load_config
+    from workloads.asof.readers import ddl_fields
+    from workloads.compliance.extract import arrow_schema
+
+    config = load_config(REPO / "conf" / "lakehouse.yaml", environ={})
+    schema = arrow_schema(ddl_fields(config.tables["ops.exceptions"].schema_ddl), [])
+    catalog, identifier = catalog_without_jvm(workdir, "ops.exceptions")
+    full = [{column: row.get(column) for column in schema.names} for row in rows]
+    catalog.create_table(identifier, schema=schema).append(pa.Table.from_pylist(full, schema=schema))
 
 
 def test_a_run_the_ledger_does_not_hold_is_refused_reading_the_ledger_without_a_jvm(tmp_path: Path) -> None:
@@ -494,6 +572,135 @@ def test_a_run_the_ledger_does_not_hold_is_refused_reading_the_ledger_without_a_
     result = run("approve", WELL_FORMED_RUN, "--by", "x", "--workdir", str(lake), env=NO_JVM)
     assert_refused_before_spark(result, f"no replay run '{WELL_FORMED_RUN}' in the ledger")
     assert sorted(lake.rglob("*")) == before, "nothing was written"
+
+
+def test_every_run_id_a_command_records_has_the_shape_ledger_show_accepts() -> None:
+    from datetime import UTC, datetime
+
+    from jobs.common import RUN_ID
+    from workloads.runs import new_run_id
+
+    now = datetime(2026, 12, 5, 9, 38, 36, 66482, tzinfo=UTC)
+    for command in ("ingest-orders", "silver", "gold", "training-set", "erase", "index", "maintain"):
+        assert RUN_ID.fullmatch(new_run_id(command, now, salt="x")), command
+    assert RUN_ID.fullmatch(WELL_FORMED_RUN)
+    for malformed in ("nope", "replay-XYZ", "Silver-20261205T093836066482Z-f3f7bb58", "silver-2026-f3f7bb58"):
+        assert not RUN_ID.fullmatch(malformed), malformed
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_ledger_show_refuses_a_run_the_ledger_does_not_hold_reading_it_without_a_jvm(
+    tmp_path: Path, as_json: bool
+) -> None:
+    """``ledger show --run RUN``: the ledger (Iceberg here, written by pyiceberg) is read with
+    pyiceberg before a JVM starts; a run it does not hold is one line naming ``--run``, exit 2
+    (one JSON line under ``--json``), and nothing is written. A run it holds passes the check
+    and goes on to Spark (here the refusing ``java``)."""
+    lake = tmp_path / "lake"
+    ledger_without_jvm(lake, TRAINING_SET)
+    before = sorted(lake.rglob("*"))
+    json_flag = ["--json"] if as_json else []
+    result = run("ledger", "show", "--run", WELL_FORMED_RUN, "--workdir", str(lake), *json_flag, env=NO_JVM)
+    message = f"--run {WELL_FORMED_RUN}: no such run in the ledger"
+    if as_json:
+        assert result.returncode == 2, result.stderr
+        (line,) = result.stderr.splitlines()
+        assert json.loads(line) == {"error": message, "exit_code": 2}
+        assert result.stdout == ""
+    else:
+        assert_refused_before_spark(result, message)
+    assert sorted(lake.rglob("*")) == before, "nothing was written"
+
+    held = run("ledger", "show", "--run", TRAINING_SET, "--workdir", str(lake), env=NO_JVM)
+    assert "no such run" not in held.stderr, held.stderr
+    assert "starting Spark" in held.stderr, "past the checks, the command asked for Spark"
+
+
+def placed_hold(hold_id: str) -> Any:
+    from datetime import UTC, datetime
+
+    from ledger import LegalHold
+
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    return LegalHold(
+        hold_id=hold_id, action="placed", by="counsel", reason="case", salt="00", subject_digest="ab", at=at
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("hold", "add", "LH-1", "--entity", "e1-0123456789abcdef", "--by", "x", "--reason", "y"),
+            "hold LH-1 is already placed",
+        ),
+        (("hold", "release", "LH-2", "--by", "x", "--reason", "y"), "no placed hold 'LH-2'"),
+        (("erase", "--verify", CERTIFICATE), f"no erasure certificate '{CERTIFICATE}' in the ledger"),
+        (
+            ("train", "--training-set", TRAINING_SET),
+            f"--training-set {TRAINING_SET}: no such training set in the ledger",
+        ),
+        (("ledger", "show", "--run", TRAINING_SET), f"--run {TRAINING_SET}: no such run in the ledger"),
+    ],
+    ids=[
+        "hold-add-placed",
+        "hold-release-not-placed",
+        "erase-verify",
+        "train-training-set",
+        "ledger-show-run",
+    ],
+)
+def test_what_the_ledger_does_not_hold_is_refused_reading_it_without_a_jvm(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    """A ledger (Iceberg, written by pyiceberg) holding a replay run and hold LH-1, read before a
+    JVM starts: a hold placed already, one not placed, a certificate, a training set or a run
+    it does not hold is one line naming the argument, exit 2, nothing written."""
+    lake = tmp_path / "lake"
+    ledger_without_jvm(lake, WELL_FORMED_RUN, placed_hold("LH-1"))
+    before = sorted(lake.rglob("*"))
+    result = run(*args, "--workdir", str(lake), env=NO_JVM)
+    assert_refused_before_spark(result, message)
+    assert sorted(lake.rglob("*")) == before, "nothing was written"
+
+
+@pytest.mark.parametrize(
+    ("exception_id", "message"),
+    [
+        ("exc-00000000000000ff", "exception 'exc-00000000000000ff': no such exception in ops.exceptions"),
+        ("exc-0000000000000002", "exception exc-0000000000000002: already rejected by risk at 2026-12-01"),
+    ],
+    ids=["unknown", "decided"],
+)
+def test_an_exception_the_queue_cannot_decide_is_refused_reading_it_without_a_jvm(
+    tmp_path: Path, exception_id: str, message: str
+) -> None:
+    """``exceptions approve``: the queue (ops.exceptions, Iceberg, written by pyiceberg) is read
+    before a JVM starts; an id it does not hold, or one decided already, is one line, exit 2. An
+    exception awaiting approval passes the check and goes on to Spark (the refusing ``java``)."""
+    from datetime import UTC, datetime
+
+    lake = tmp_path / "lake"
+    decided = datetime(2026, 12, 1, tzinfo=UTC)
+    exceptions_without_jvm(
+        lake,
+        {"exception_id": "exc-0000000000000001", "status": "awaiting_approval"},
+        {
+            "exception_id": "exc-0000000000000002",
+            "status": "rejected",
+            "decided_by": "risk",
+            "decided_at": decided,
+        },
+    )
+    before = sorted(lake.rglob("*"))
+    result = run("exceptions", "approve", exception_id, "--by", "x", "--workdir", str(lake), env=NO_JVM)
+    assert_refused_before_spark(result, message)
+    assert sorted(lake.rglob("*")) == before, "nothing was written"
+
+    waiting = run(
+        "exceptions", "approve", "exc-0000000000000001", "--by", "x", "--workdir", str(lake), env=NO_JVM
+    )
+    assert "starting Spark" in waiting.stderr, waiting.stderr
 
 
 @pytest.mark.parametrize(
@@ -638,7 +845,8 @@ def catalog_env(uri: str, password: str = SECRET) -> dict[str, str]:
 def test_a_catalog_server_that_is_down_is_one_line_exit_3_and_nothing_written(tmp_path: Path) -> None:
     """PostgreSQL down: ``ingest`` would write Bronze (Delta, no catalog needed) before the ledger
     (Iceberg): the command stops before Spark starts, so neither a Bronze table nor a ledger
-    entry nor the work dir itself exists afterwards."""
+    entry nor the work dir itself exists afterwards; ``build silver`` on a lakehouse writes
+    nothing in it."""
     from local_services.ports import free_port
 
     deliveries = tmp_path / "history"
@@ -647,10 +855,12 @@ def test_a_catalog_server_that_is_down_is_one_line_exit_3_and_nothing_written(tm
     assert any((deliveries / "orders").iterdir())
     uri = f"jdbc:postgresql://127.0.0.1:{free_port()}/iceberg"  # nothing listens, as after a server stops
     workdir = tmp_path / "lake"
-    for args in (
-        ("ingest", "--feed", "orders", "--source", str(deliveries)),
-        ("build", "silver"),
+    for args, lakehouse in (
+        (("ingest", "--feed", "orders", "--source", str(deliveries)), False),
+        (("build", "silver"), True),  # build refuses a work dir without a lakehouse first (exit 2)
     ):
+        if lakehouse:
+            (workdir / "warehouse").mkdir(parents=True)
         result = run(
             *args, "--workdir", str(workdir), "--quiet", env=catalog_env(uri + f"?password={SECRET}")
         )
@@ -659,7 +869,9 @@ def test_a_catalog_server_that_is_down_is_one_line_exit_3_and_nothing_written(tm
         assert result.stderr.startswith(f"error: Iceberg catalog 'lake' at {uri}?password=*** is unreachable")
         assert "Connection refused" in result.stderr
         assert SECRET not in result.stderr + result.stdout
-        assert not workdir.exists(), f"{args[0]} wrote {sorted(workdir.rglob('*'))}"
+        assert workdir.exists() == lakehouse, f"{args[0]} made the work dir"
+        written = sorted(workdir.rglob("*"))
+        assert written == ([workdir / "warehouse"] if lakehouse else []), f"{args[0]} wrote {written}"
 
 
 def test_a_refused_catalog_password_is_exit_3_naming_the_uri_not_the_password(

@@ -53,7 +53,8 @@ def test_every_error_exits_with_a_documented_code(error: type[LakehouseError]) -
 
 
 def _numeric_exit_codes(path: Path) -> Iterator[str]:
-    """``exit_code=<number>`` (a keyword, an assignment or a conditional) anywhere in ``path``."""
+    """``exit_code=<number>`` (a keyword, an assignment or a conditional), or ``return <number>``
+    in a function named ``*exit_code``, anywhere in ``path``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         values: list[ast.expr] = []
@@ -63,6 +64,8 @@ def _numeric_exit_codes(path: Path) -> Iterator[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id.endswith(("exit_code", "_EXIT")) for t in targets):
                 values = [node.value] if node.value is not None else []
+        if isinstance(node, ast.FunctionDef) and node.name.endswith("exit_code"):
+            values += [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None]
         for value in values:
             for inner in ast.walk(value):
                 if isinstance(inner, ast.Constant) and type(inner.value) is int:
@@ -77,3 +80,76 @@ def test_commands_name_their_exit_codes_from_the_table() -> None:
         for hit in _numeric_exit_codes(path)
     ]
     assert found == []
+
+
+NAMED_BY_COMMAND = (ExitCode.CHECK_FAILED, ExitCode.HELD, ExitCode.INJECTED_FAILURE, ExitCode.ROUTES_DISAGREE)
+"""The codes whose documented meaning names the commands that exit with them (0-3 and 130 are
+every command's)."""
+
+
+def documented_commands(code: ExitCode) -> set[str]:
+    """The commands the documented table names for ``code``: each `` `span` `` of its meaning that
+    starts with a command, with its sub-action if it names one (``ledger verify [--history]`` ->
+    ``ledger verify``; ``erase --verify`` -> ``erase``)."""
+    from jobs.cli import COMMANDS
+
+    named: set[str] = set()
+    for span in re.findall(r"`([^`]+)`", documented_table()[code.value]):
+        words = span.split()
+        if words and words[0] in COMMANDS:
+            sub_action = len(words) > 1 and not words[1].startswith("-")
+            named.add(f"{words[0]} {words[1]}" if sub_action else words[0])
+    return named
+
+
+def _codes_in(function: ast.AST) -> set[ExitCode]:
+    return {
+        ExitCode[node.attr]
+        for node in ast.walk(function)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "ExitCode"
+        and node.attr in ExitCode.__members__
+    }
+
+
+def _handlers() -> Iterator[tuple[str, Path, str]]:
+    """(command as typed, its module's file, the name of the function that runs it) for every
+    command and sub-action of the CLI."""
+    import importlib
+
+    from jobs.cli import COMMANDS
+
+    for name, module_name in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        path = Path(module.__file__ or "")
+        actions = getattr(module, "ACTIONS", None)
+        if actions is None:
+            yield name, path, module.run.__name__
+        else:
+            for action, spec in actions.items():
+                yield f"{name} {action}", path, spec.run.__name__
+
+
+def test_each_command_exits_only_with_codes_documented_for_it() -> None:
+    """A command (or sub-action) whose module names exit 4, 5, 6 or 7 in the function that runs it,
+    or in a function of its module named ``*exit_code``, is one the documented table names for
+    that code (docs/reference/exit-codes.md). Codes that come from raised errors are checked by
+    the CLI history tests (Spark), each command's actual code against this table's meaning."""
+    problems = []
+    for command, path, handler in _handlers():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and (node.name == handler or node.name.endswith("exit_code"))
+        ]
+        codes = set().union(*(_codes_in(f) for f in functions)) if functions else set()
+        for code in sorted(codes & set(NAMED_BY_COMMAND)):
+            named = documented_commands(code)
+            if command not in named and command.split()[0] not in named:
+                problems.append(
+                    f"{command} ({path.relative_to(REPO)}) exits {code.value}, not documented for it"
+                )
+    assert problems == []
+    assert "reconcile" in documented_commands(ExitCode.HELD), "the table is read"

@@ -251,6 +251,11 @@ class PythonReader:
         rows = self.rows(LEDGER_TABLE, Scope(run_id, ("run_id",)))
         return [_record(r) for r in sorted(rows, key=lambda r: int(r["seq"]))]
 
+    def kind_records(self, kind: str) -> list[LedgerRecord]:
+        """The ledger records of one kind (``legal_hold``, ``erasure_certificate``), in ledger order."""
+        rows = self.rows(LEDGER_TABLE, Scope(kind, ("kind",)))
+        return [_record(r) for r in sorted(rows, key=lambda r: int(r["seq"]))]
+
     def columns(self, table: str) -> dict[str, str]:
         return simple_columns(_spec(self.config, table).schema_ddl)
 

@@ -46,7 +46,7 @@ import hashlib
 import logging
 import re
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
@@ -56,6 +56,8 @@ from lakehouse.errors import DataQualityError, InjectedFailure, UsageError
 from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import file_path
 from ledger import ErasedIn, ErasureCertificate, ErasureProgress, ErasureVerification, Ledger, RunStarted
+from ledger.chain import LedgerRecord
+from ledger.timeline import erasure_certificates
 from workloads.compliance.extract import delete_extracts, extracts_of
 from workloads.compliance.holds import open_holds, refuse_if_held
 from workloads.compliance.scan import identifier_digest, scan
@@ -632,11 +634,30 @@ def verify_digests(
     )
 
 
+CERTIFICATE_ID: Final = re.compile(r"erasure-\d{8}T\d{12}Z-[0-9a-f]{8}")
+"""An erasure certificate's id: ``erasure-`` and the rest of its erase run's id (<UTC time>-<8 hex>)."""
+
+
+def check_certificate_id(certificate_id: str) -> None:
+    """``--verify CERT``: refuse an empty value or one that is not a certificate id (exit 2)."""
+    if not certificate_id.strip():
+        raise UsageError("--verify is empty: name an erasure certificate")
+    if not CERTIFICATE_ID.fullmatch(certificate_id):
+        raise UsageError(
+            f"--verify {certificate_id!r} is not an erasure certificate id (erasure-<UTC time>-<8 hex>, "
+            "as erase printed it)"
+        )
+
+
 def find_certificate(ledger: Ledger, certificate_id: str) -> ErasureCertificate:
     """The certificate named ``certificate_id`` (exit 2 naming the known ones if absent)."""
-    found = [
-        e for e in ledger.reader.entries(kind="erasure_certificate") if isinstance(e, ErasureCertificate)
-    ]
+    return certificate_in(ledger.reader.records(kind="erasure_certificate"), certificate_id)
+
+
+def certificate_in(records: Iterable[LedgerRecord], certificate_id: str) -> ErasureCertificate:
+    """The certificate named ``certificate_id`` among the ledger's ``records`` (read by Spark, or
+    without a JVM before Spark starts); exit 2 naming the latest ones if absent."""
+    found = erasure_certificates(records)
     for certificate in found:
         if certificate.certificate_id == certificate_id:
             return certificate

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from lakehouse.errors import LegalHoldError, UsageError
 from ledger import Ledger, LegalHold
+from ledger.chain import LedgerRecord
 from ledger.timeline import legal_holds
 from workloads.compliance.scan import identifier_digest
 from workloads.compliance.subject import email_key, refuse_text_naming
@@ -55,18 +56,37 @@ class HoldRequest:
 
 def open_holds(ledger: Ledger) -> dict[str, LegalHold]:
     """Holds placed and not released, by id."""
-    return {
-        h: e for h, e in legal_holds(ledger.reader.records(kind="legal_hold")).items() if e.action == "placed"
-    }
+    return placed_holds(ledger.reader.records(kind="legal_hold"))
+
+
+def placed_holds(records: Iterable[LedgerRecord]) -> dict[str, LegalHold]:
+    """Holds placed and not released, by id, from the ledger's records (read by Spark, or
+    without a JVM before Spark starts)."""
+    return {h: e for h, e in legal_holds(records).items() if e.action == "placed"}
+
+
+def check_decision(action: str, request: HoldRequest, placed: Mapping[str, LegalHold]) -> LegalHold | None:
+    """Refuse ``hold add`` of an id already placed and ``hold release`` of one that is not
+    (exit 2); the hold a release releases."""
+    if action == "add":
+        if request.subject_key is None:
+            raise UsageError("name the subject of the hold: --subject-email ADDRESS or --entity ID")
+        if request.hold_id in placed:
+            raise UsageError(
+                f"hold {request.hold_id} is already placed; release it first or choose another id"
+            )
+        return None
+    found = placed.get(request.hold_id)
+    if found is None:
+        raise UsageError(f"no placed hold {request.hold_id!r}; `lakehouse hold list` shows them")
+    return found
 
 
 def place_hold(ledger: Ledger, request: HoldRequest) -> LegalHold:
     """Record a hold on the subject ``request`` names; refuses an id that is already placed."""
+    check_decision("add", request, open_holds(ledger))
     key = request.subject_key
-    if key is None:
-        raise UsageError("name the subject of the hold: --subject-email ADDRESS or --entity ID")
-    if request.hold_id in open_holds(ledger):
-        raise UsageError(f"hold {request.hold_id} is already placed; release it first or choose another id")
+    assert key is not None  # checked above
     salt = secrets.token_hex(16)
     hold = LegalHold(
         hold_id=request.hold_id,
@@ -84,9 +104,8 @@ def place_hold(ledger: Ledger, request: HoldRequest) -> LegalHold:
 
 def release_hold(ledger: Ledger, request: HoldRequest) -> LegalHold:
     """Record the release of a placed hold (the subject is the one it was placed on)."""
-    placed = open_holds(ledger).get(request.hold_id)
-    if placed is None:
-        raise UsageError(f"no placed hold {request.hold_id!r}; `lakehouse hold list` shows them")
+    placed = check_decision("release", request, open_holds(ledger))
+    assert placed is not None  # check_decision refuses a hold that is not placed
     released = placed.model_copy(
         update={
             "action": "released",

@@ -24,6 +24,7 @@ ones; its queue row stays as the record of the decision.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Final
@@ -205,19 +206,26 @@ def pending_exception(registry: TableRegistry, exception_id: str) -> HeldFact:
 
     table = _queue(registry)
     found = [] if table is None else _facts(table.read().where(F.col("exception_id") == exception_id))
+    check_pending(exception_id, [(f.status, f.decided_by, f.decided_at) for f in found])
+    (fact,) = found
+    return fact
+
+
+def check_pending(exception_id: str, found: Sequence[tuple[str, str | None, datetime | None]]) -> None:
+    """Refuse an exception the queue does not hold, or one decided already (exit 2): ``found``
+    is the queue's rows of ``exception_id`` as (status, decided_by, decided_at), read by Spark
+    or, before Spark starts, without a JVM."""
     if not found:
         raise UsageError(
             f"exception {exception_id!r}: no such exception in {TableName.EXCEPTIONS} "
             f"(see lakehouse exceptions list)"
         )
-    (fact,) = found
-    if fact.status is not ExceptionStatus.AWAITING_APPROVAL:
-        when = fact.decided_at.isoformat() if fact.decided_at else "?"
+    ((status, decided_by, decided_at),) = found
+    if status != ExceptionStatus.AWAITING_APPROVAL:
+        when = decided_at.isoformat() if decided_at else "?"
         raise UsageError(
-            f"exception {exception_id}: already {fact.status} by {fact.decided_by} at {when}; "
-            f"a decision is final"
+            f"exception {exception_id}: already {status} by {decided_by} at {when}; a decision is final"
         )
-    return fact
 
 
 def approvals_in_queue(registry: TableRegistry) -> tuple[Approval, ...]:
