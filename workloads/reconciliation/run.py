@@ -2,7 +2,9 @@
 
 What :func:`reconcile` does, in order:
 
-1. **Pin** both sides' current versions; everything below reads exactly those.
+1. **Pin** both sides' current versions; everything below reads exactly those. (The pair
+   itself was checked before: a declaration of ``reconcile.pairs``,
+   :func:`~workloads.reconciliation.pairs.declared_pairs`.)
 2. **Claim** the derived table through the ledger: the run's ``run_started`` is appended
    first (the ledger serialises appends), then the earliest unfinished reconcile of the same
    derived table that started within ``lock_timeout_seconds`` holds it. A second run stops
@@ -105,7 +107,7 @@ def check_repair(pair: Pair) -> None:
     if pair.authority is None:
         raise UsageError(
             f"--repair refused: the pair {pair.name} declares no authority (which side wins); "
-            f"declare the pair in workloads/reconciliation/pairs.py, or reconcile without --repair"
+            f"declare it in reconcile.pairs of the configuration, or reconcile without --repair"
         )
 
 
