@@ -15,7 +15,7 @@ is a step change. 5: not finished, nothing wrong found so far: a budget (``--max
 reconcile of the same derived table runs. 2: bad input, before Spark starts: an undeclared
 pair, a declaration ``reconcile.pairs`` gets wrong (an unknown table or projection, a key whose
 two columns have different types), a ``--key`` of different types, a budget <= 0, ``--repair``
-of a pair without an authority.
+of a pair without an authority or declared report-only.
 """
 
 from __future__ import annotations

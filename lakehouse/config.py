@@ -228,6 +228,8 @@ class ReconcilePairSettings(StrictModel):
     """A SQL condition: the part of the derived store the pair covers (none: all of it)."""
     columns: tuple[str, ...] | None = None
     """The compared columns besides the key (none: every column both sides have)."""
+    report_only: str | None = Field(default=None, min_length=1)
+    """Why ``--repair`` is refused for this pair although it has an authority (none: allowed)."""
     description: str = ""
 
     @field_validator("key")

@@ -10,11 +10,11 @@ naming the key (exit 2).
 
 A :class:`Pair` says everything a reconcile needs to know that the two tables do not: the
 **authority** (the side that wins; ``None`` means nobody declared one, and ``--repair`` is
-refused: seed 002, "if you cannot say, the problem is ownership"), the **key** on each
-side, the **projection** that maps pinned source rows to the rows the derived store should
-hold (``derive``, and ``derived_where`` for the part of the derived store the pair covers),
-the **compared columns**, and the **repair** (the rows to write for a set of keys; by default
-the projection's own rows).
+refused: seed 002, "if you cannot say, the problem is ownership"; ``report_only`` refuses it
+too, with its reason), the **key** on each side, the **projection** that maps pinned source
+rows to the rows the derived store should hold (``derive``, and ``derived_where`` for the part
+of the derived store the pair covers), the **compared columns**, and the **repair** (the rows
+to write for a set of keys; by default the projection's own rows).
 
 Registered projections (``projection:`` in a declaration):
 
@@ -29,6 +29,30 @@ Registered projections (``projection:`` in a declaration):
   of the store filed twice, once under each entity, in its bucket
   (:func:`workloads.gold.entity_index.project`, the index's own projection; the bucket count
   is the one the index was built with).
+* ``provisional_batch_copies``: ``gold.correlations -> gold.provisional_correlations``, the
+  published batch correlations against the provisional (streaming) view: the standing form
+  of the four-outcome comparison (:mod:`workloads.gold.provisional`). A Gold build (or a
+  replay's publication) reconciles the view: each streaming row is kept, superseded (agree,
+  batch stronger) or retracted (false positive), and the batch rows of its pair, and those
+  of the pairs the stream missed, are inserted as ``authoritative`` copies (every column of
+  the batch row; the stream's batch, window and outcome beside them). The pair covers those
+  copies (``derived_where: status = 'authoritative'``): for every pair
+  (``correlation_type, entity_a, entity_b``) the view has reconciled (a row with an
+  ``outcome``), the view should hold the published store's serving rows of that pair,
+  column for column (the stream's columns are not compared). On a view the last Gold build
+  reconciled nothing differs. A difference means the view no longer says what batch
+  publishes for a pair it reconciled: ``divergent``, a copy whose values differ from the
+  batch row of its id (a tampered copy; or the store restated that row since, by a replay's
+  publication or a later build that had no streaming row to reconcile, which leaves the
+  copy behind); ``missing``, a serving batch row of a reconciled pair without its copy (a
+  deleted copy, or a row batch added or re-keyed since); ``orphan``, an authoritative copy
+  no serving batch row has (batch superseded or retracted it since, or a row no
+  reconciliation wrote). Pairs the view never held, and streaming rows not yet reconciled,
+  are outside it (that gap is the ``missed`` outcome's). **Report-only**: the view's rows
+  are superseded or retracted, never deleted, and carry the stream's batch, window and
+  outcome, which the store does not hold; a repair rewrites a key's rows by deleting them,
+  so it would destroy exactly that history (and bypass the ledger entries and consumer
+  notifications the build's reconciliation records). ``--repair`` is refused.
 
 **Adding a pair is one declaration** in ``reconcile.pairs`` (and, when the source rows are
 not already the derived rows, one small projection registered in :data:`PROJECTIONS`); the
@@ -53,7 +77,7 @@ from lakehouse.frames import materialize, union_all
 from lakehouse.tables.base import sql_literal
 from workloads.asof.readers import ddl_fields
 from workloads.policies import DEFAULT_POLICY_PATH
-from workloads.vocabulary import FEEDS, TableName
+from workloads.vocabulary import CURRENT_STATUSES, FEEDS, TableName
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -78,6 +102,9 @@ class DeriveContext:
     they carry)."""
     ledger: Ledger | None = None
     """The ledger (the entity index's bucket count is recorded with each rebuild)."""
+    derived_all: DataFrame | None = None
+    """Every pinned derived row, also outside the part the pair covers (the provisional view's
+    reconciled streaming rows say which pairs it should hold copies of)."""
 
 
 Projection = Callable[["DataFrame", DeriveContext], "DataFrame"]
@@ -106,6 +133,8 @@ class Pair:
     declared: bool = True
     label: str = ""
     """The declaration's name in ``reconcile.pairs``."""
+    report_only: str | None = None
+    """Why ``--repair`` is refused although the pair has an authority (None: allowed)."""
 
     @property
     def name(self) -> str:
@@ -209,6 +238,25 @@ def _index_derive(correlations: DataFrame, ctx: DeriveContext) -> DataFrame:
     return project(correlations, buckets)
 
 
+# -- published batch correlations -> the provisional (streaming) view ------------------------
+
+
+def _provisional_derive(correlations: DataFrame, ctx: DeriveContext) -> DataFrame:
+    """The authoritative copies the provisional view should hold: the published store's serving
+    rows (:data:`~workloads.vocabulary.CURRENT_STATUSES`, as the Gold build's reconciliation
+    reads them) of every pair the view has reconciled (any of its rows with an ``outcome``:
+    a reconciled streaming row, or a copy itself). See the module docstring."""
+    from pyspark.sql import functions as F
+
+    from workloads.gold.provisional import PAIR
+
+    serving = correlations.where(F.col("status").isin(*CURRENT_STATUSES))
+    if ctx.derived_all is None:  # the view was never written: it should hold nothing
+        return serving.where(F.lit(False))
+    reconciled = ctx.derived_all.where(F.col("outcome").isNotNull()).select(*PAIR).distinct()
+    return serving.join(F.broadcast(reconciled), list(PAIR), "left_semi")
+
+
 # -- the registered projections --------------------------------------------------------------
 
 
@@ -238,6 +286,11 @@ PROJECTIONS: Final[Mapping[str, Registered]] = {
         sources=(TableName.CORRELATIONS,),
         derived=TableName.CORRELATIONS_BY_ENTITY,
         derive=lambda source: _index_derive,
+    ),
+    "provisional_batch_copies": Registered(
+        sources=(TableName.CORRELATIONS,),
+        derived=TableName.PROVISIONAL_CORRELATIONS,
+        derive=lambda source: _provisional_derive,
     ),
 }
 """Every projection a declaration may name (see the module docstring)."""
@@ -312,6 +365,7 @@ def _declared(config: LakehouseConfig, name: str, declared: ReconcilePairSetting
         repair_rows=repair_rows,
         description=declared.description,
         label=name,
+        report_only=declared.report_only,
     )
 
 

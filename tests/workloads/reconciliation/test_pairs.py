@@ -1,7 +1,7 @@
 """The pairs declared in ``reconcile.pairs`` of the configuration, checked without Spark.
 
 The shipped declarations give the pairs the Python list used to (Bronze -> Silver per feed,
-the entity index); a wrong declaration is one line
+the entity index) plus the provisional view's, report-only; a wrong declaration is one line
 naming the key, from the configuration's model (its shape) or from
 :func:`~workloads.reconciliation.pairs.declared_pairs` (its tables, key and projection).
 """
@@ -17,7 +17,8 @@ import yaml
 from lakehouse.config import LakehouseConfig, load_config
 from lakehouse.errors import ConfigError, UsageError
 from tests.conftest import REPO
-from workloads.reconciliation.pairs import declared_pairs, resolve_pair
+from workloads.reconciliation.pairs import PROJECTIONS, declared_pairs, resolve_pair
+from workloads.reconciliation.run import check_repair, load_reconcile_policy, reconcile
 from workloads.vocabulary import FEEDS
 
 CONF = REPO / "conf" / "lakehouse.yaml"
@@ -39,7 +40,7 @@ def one_line(error: pytest.ExceptionInfo[Exception]) -> str:
 def test_the_shipped_declarations_are_the_pairs_users_reconcile() -> None:
     pairs = declared_pairs(load_config(CONF, environ={}))
     by_label = {p.label: p for p in pairs}
-    assert list(by_label) == [*(f.value for f in FEEDS), "entity_index"]
+    assert list(by_label) == [*(f.value for f in FEEDS), "entity_index", "provisional"]
     for feed in FEEDS:
         silver = by_label[feed.value]
         assert (silver.source, silver.derived, silver.key_text) == (
@@ -54,13 +55,38 @@ def test_the_shipped_declarations_are_the_pairs_users_reconcile() -> None:
         )
         assert silver.derive is not None
         assert silver.repair_rows is not None
+        assert silver.report_only is None
     index = by_label["entity_index"]
     assert (index.name, index.key_text, index.authority) == (
         "gold.correlations -> gold.correlations_by_entity",
         "correlation_id",
         "source",
     )
-    assert (index.derived_where, index.columns, index.repair_rows) == (None, None, None)
+    assert (index.derived_where, index.columns, index.repair_rows, index.report_only) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    provisional = by_label["provisional"]
+    assert provisional.name == "gold.correlations -> gold.provisional_correlations"
+    assert (provisional.key_text, provisional.authority) == ("correlation_id", "source")
+    assert provisional.derived_where == "status = 'authoritative'"
+    assert provisional.columns is not None
+    assert not {"stream_batch", "window_start", "window_end", "outcome"} & set(provisional.columns)
+    assert provisional.derive is PROJECTIONS["provisional_batch_copies"].derive("gold.correlations")
+    assert provisional.report_only
+
+
+def test_the_provisional_pair_is_report_only_before_anything_is_read() -> None:
+    config = load_config(CONF, environ={})
+    pair = resolve_pair(config, "gold.correlations", "gold.provisional_correlations", None)
+    with pytest.raises(UsageError, match="is report-only") as refused:
+        check_repair(pair)
+    assert "never deletes" in one_line(refused)
+    with pytest.raises(UsageError, match="is report-only"):  # refused before the registry is touched
+        reconcile(None, None, None, pair, policy=load_reconcile_policy(), repair=True)  # type: ignore[arg-type]
+    check_repair(resolve_pair(config, "bronze.orders", "silver.events", None))  # the others may repair
 
 
 GOOD = {"source": "gold.correlations", "derived": "gold.provisional_correlations", "key": "correlation_id"}

@@ -1,0 +1,95 @@
+"""The declared pair published batch correlations -> the provisional (streaming) view.
+
+On the shipped mixed-format lakehouse (the pair's logic sits above the table interface): the
+v1 correlation store written directly (``seed``), one stream batch written with the
+product's own function (a pair batch agrees with, one batch finds stronger, one false
+positive; the store's other rows are missed), the view reconciled by the Gold build's own
+function; the pair then finds nothing, and a tampered copy is found as divergent while a
+tampered streaming row (outside the part the pair covers) is not.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from ledger import open_ledger
+from ledger.clock import SystemClock
+from tests.conftest import Lakehouse
+from tests.replay_history import seed
+from workloads.gold.provisional import reconcile_provisional, write_provisional
+from workloads.policies import load_streaming_policy
+from workloads.reconciliation.pairs import resolve_pair
+from workloads.reconciliation.run import load_reconcile_policy, reconcile
+
+pytestmark = pytest.mark.spark
+
+VIEW = "gold.provisional_correlations"
+POLICY = load_reconcile_policy().model_copy(
+    update={"staleness_seconds": 0, "max_ranges_per_level": 256, "list_rows": 16}
+)
+
+
+def test_a_reconciled_view_agrees_with_the_store_and_a_tampered_copy_is_found(
+    shipped_lakehouse: Lakehouse,
+) -> None:
+    from pyspark.sql import functions as F
+
+    lh = shipped_lakehouse
+    pair = resolve_pair(lh.config, "gold.correlations", VIEW, None)
+    gold = seed(lh)
+    batch = gold.read().orderBy("correlation_id")
+    agree, stronger = (r["correlation_id"] for r in batch.limit(2).collect())
+    streamed = (
+        batch.where(F.col("correlation_id") == agree)
+        .unionByName(batch.where(F.col("correlation_id") == stronger).withColumn("confidence", F.lit(0.01)))
+        .unionByName(
+            batch.where(F.col("correlation_id") == agree).withColumns(
+                {"correlation_id": F.lit("stream-only"), "entity_b": F.lit("nobody")}
+            )
+        )
+    )
+    bounds = batch.agg(F.min("valid_from"), F.max("valid_from")).collect()[0]
+    now = datetime.now(UTC)
+    view = lh.registry.get(VIEW)
+    write_provisional(
+        view,
+        streamed,
+        batch_id=0,
+        run_id="stream-test-0",
+        window_start=bounds[0] - timedelta(days=1),
+        window_end=bounds[1] + timedelta(days=1),
+        recorded_at=now,
+    )
+    reconciled = reconcile_provisional(
+        lh.registry, run_id="gold-test", recorded_at=now, policy=load_streaming_policy()
+    )
+    assert reconciled is not None
+    assert (reconciled.outcomes["agree"], reconciled.outcomes["batch_stronger"]) == (1, 1)
+    assert reconciled.outcomes["false_positive"] == 1
+    assert reconciled.outcomes["missed"] == batch.count() - 2
+
+    clock = SystemClock()
+    ledger = open_ledger(lh.registry, clock=clock)
+    clean = reconcile(lh.registry, ledger, clock, pair, policy=POLICY)
+    assert (clean.total_delta, clean.pending, clean.complete) == (0, 0, True), clean
+
+    rows = view.read()
+    copy = rows.where((F.col("correlation_id") == agree) & (F.col("status") == "authoritative"))
+    retracted = rows.where(F.col("status") == "retracted")
+    assert (copy.count(), retracted.count()) == (1, 1)
+    tampered = copy.withColumn("confidence", F.lit(0.5)).unionByName(
+        retracted.withColumn("confidence", F.lit(0.5))
+    )
+    tampered = tampered.localCheckpoint()
+    view.delete_where(
+        f"(correlation_id = '{agree}' AND status = 'authoritative') OR status = 'retracted'",
+        run_id="operator",
+    )
+    view.append(tampered, run_id="operator")
+
+    found = reconcile(lh.registry, ledger, clock, pair, policy=POLICY)
+    assert (found.divergent, found.missing, found.orphan) == (1, 0, 0), found
+    assert found.samples["divergent"] == (agree,)
+    assert found.authority == "source"
