@@ -79,10 +79,14 @@ def test_a_reconciled_view_agrees_with_the_store_and_a_tampered_copy_is_found(
     copy = rows.where((F.col("correlation_id") == agree) & (F.col("status") == "authoritative"))
     retracted = rows.where(F.col("status") == "retracted")
     assert (copy.count(), retracted.count()) == (1, 1)
-    tampered = copy.withColumn("confidence", F.lit(0.5)).unionByName(
-        retracted.withColumn("confidence", F.lit(0.5))
-    )
+    # Halved, not set to a constant: one shared asset used once by each side gives v1's
+    # confidence 0.5 exactly (workloads.engines.correlation), so a constant can leave it as it was.
+    halved = F.col("confidence") / 2
+    tampered = copy.withColumn("confidence", halved).unionByName(retracted.withColumn("confidence", halved))
     tampered = tampered.localCheckpoint()
+    before = {r["status"]: r["confidence"] for r in copy.unionByName(retracted).collect()}
+    after = {r["status"]: r["confidence"] for r in tampered.collect()}
+    assert all(after[status] != before[status] for status in before), (before, after)
     view.delete_where(
         f"(correlation_id = '{agree}' AND status = 'authoritative') OR status = 'retracted'",
         run_id="operator",
@@ -91,5 +95,14 @@ def test_a_reconciled_view_agrees_with_the_store_and_a_tampered_copy_is_found(
 
     found = reconcile(lh.registry, ledger, clock, pair, policy=POLICY)
     assert (found.divergent, found.missing, found.orphan) == (1, 0, 0), found
-    assert found.samples["divergent"] == (agree,)
+    assert found.samples == {"divergent": (agree,)}, "the tampered copy, and nothing else"
     assert found.authority == "source"
+    # the copy found differs from its batch row in the tampered column only
+    (stored,) = (
+        view.read().where(F.col("correlation_id") == agree).where("status = 'authoritative'").collect()
+    )
+    (published,) = gold.read().where(F.col("correlation_id") == agree).collect()
+    assert pair.columns is not None
+    assert "confidence" in pair.columns
+    differing = {c: (stored[c], published[c]) for c in pair.columns if stored[c] != published[c]}
+    assert differing == {"confidence": (published["confidence"] / 2, published["confidence"])}
