@@ -3,25 +3,32 @@
 On the shipped mixed-format lakehouse (the pair's logic sits above the table interface): the
 v1 correlation store written directly (``seed``), one stream batch written with the
 product's own function (a pair batch agrees with, one batch finds stronger, one false
-positive; the store's other rows are missed), the view reconciled by the Gold build's own
-function; the pair then finds nothing, and a tampered copy is found as divergent while a
-tampered streaming row (outside the part the pair covers) is not.
+positive; the store's other rows are missed), the view reconciled and recorded as a replay's
+publication does (:func:`workloads.replay.provisional.reconcile_and_record`: the reconciliation
+and the recording a Gold build runs one after the other): each of the four outcomes by name and
+count, on the view's rows, in the ledger and, for the retracted claim, in the outbox. The pair
+then finds nothing, and a tampered copy is found as divergent while a tampered streaming row
+(outside the part the pair covers) is not.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from ledger import open_ledger
 from ledger.clock import SystemClock
+from ledger.entries import Notification, Supersession
 from tests.conftest import Lakehouse
 from tests.replay_history import seed
-from workloads.gold.provisional import reconcile_provisional, write_provisional
+from workloads.gold.provisional import write_provisional
 from workloads.policies import load_streaming_policy
 from workloads.reconciliation.pairs import resolve_pair
 from workloads.reconciliation.run import load_reconcile_policy, reconcile
+from workloads.replay import outbox
+from workloads.replay.provisional import STREAM_PLAN, reconcile_and_record
 
 pytestmark = pytest.mark.spark
 
@@ -62,16 +69,54 @@ def test_a_reconciled_view_agrees_with_the_store_and_a_tampered_copy_is_found(
         window_end=bounds[1] + timedelta(days=1),
         recorded_at=now,
     )
-    reconciled = reconcile_provisional(
-        lh.registry, run_id="gold-test", recorded_at=now, policy=load_streaming_policy()
-    )
-    assert reconciled is not None
-    assert (reconciled.outcomes["agree"], reconciled.outcomes["batch_stronger"]) == (1, 1)
-    assert reconciled.outcomes["false_positive"] == 1
-    assert reconciled.outcomes["missed"] == batch.count() - 2
-
     clock = SystemClock()
     ledger = open_ledger(lh.registry, clock=clock)
+    streaming = load_streaming_policy()
+    reconciled = reconcile_and_record(
+        lh.registry, ledger, run_id="gold-test", recorded_at=now, policy=streaming
+    )
+    assert reconciled is not None
+    ids = [r["correlation_id"] for r in batch.select("correlation_id").collect()]
+    missed = sorted(set(ids) - {agree, stronger})
+    outcomes = {"agree": 1, "batch_stronger": 1, "false_positive": 1, "missed": len(missed)}
+    assert missed
+    assert dict(reconciled.outcomes) == outcomes
+    # each streaming row by its id: superseded (agree, batch stronger) or retracted (false positive)
+    by_row = {
+        (r["correlation_id"], r["status"]): r["outcome"]
+        for r in view.read().select("correlation_id", "status", "outcome").collect()
+    }
+    assert by_row == {
+        (agree, "superseded"): "agree",
+        (stronger, "superseded"): "batch_stronger",
+        ("stream-only", "retracted"): "false_positive",
+        (agree, "authoritative"): "agree",
+        (stronger, "authoritative"): "batch_stronger",
+        **{(cid, "authoritative"): "missed" for cid in missed},
+    }
+    recorded = {
+        e.key.split(" ")[0]: e.count
+        for e in ledger.reader.entries(kind="supersession", run_id="gold-test")
+        if isinstance(e, Supersession) and e.table == VIEW
+    }
+    assert recorded == {f"outcome={outcome}": count for outcome, count in outcomes.items()}
+    # the retracted claim is announced once to each streaming consumer, with counts and no id
+    (notice,) = outbox.messages_of(lh.registry.get(outbox.OUTBOX), "gold-test")
+    assert list(streaming.consumers) == ["fraud-ops"]
+    assert (notice.consumer, notice.plan, notice.table_name) == ("fraud-ops", STREAM_PLAN, VIEW)
+    assert notice.published_version == reconciled.versions[VIEW]
+    scope = batch.where(F.col("correlation_id") == agree).first()["correlation_type"]
+    assert json.loads(notice.payload) == {
+        "table": VIEW,
+        "version": notice.published_version,
+        "retracted": 1,
+        "reconciled_by": "gold-test",
+        "scopes": {scope: 1},
+    }
+    (told,) = ledger.reader.entries(kind="notification", run_id="gold-test")
+    assert isinstance(told, Notification)
+    assert told.idempotency_key == notice.idempotency_key
+
     clean = reconcile(lh.registry, ledger, clock, pair, policy=POLICY)
     assert (clean.total_delta, clean.pending, clean.complete) == (0, 0, True), clean
 
