@@ -1,8 +1,10 @@
 """``lakehouse reconcile SOURCE DERIVED``: a derived store against its source (seed 002).
 
-Walks key-hash range checksums of both sides at pinned versions, refining only the ranges
-that disagree (one Spark job per level, at most ``reconcile.max_ranges_per_level`` summaries
-on the driver), lists the keys of small disagreeing ranges, classifies every difference as
+The pair must be declared in ``reconcile.pairs`` of the configuration (``conf/lakehouse.yaml``:
+which side wins, the key, the projection; :mod:`workloads.reconciliation.pairs`). Walks
+key-hash range checksums of both sides at pinned versions, refining only the ranges that
+disagree (one Spark job per level, at most ``reconcile.max_ranges_per_level`` summaries on
+the driver), lists the keys of small disagreeing ranges, classifies every difference as
 missing, divergent or orphan outside the staleness window, reports the delta per class
 (``ops.reconcile_reports`` and the ledger) and flags a step change. ``--repair`` rewrites
 missing and divergent keys from the source, rate-limited; orphans are reported, never deleted.
@@ -10,7 +12,10 @@ missing and divergent keys from the source, rate-limited; orphans are reported, 
 Exit 0: the whole key space compared and nothing differs. 4: differences remain or the delta
 is a step change. 5: not finished, nothing wrong found so far: a budget (``--max-rows``,
 ``--max-seconds``) stopped the walk (the next run resumes where it stopped), or another
-reconcile of the same derived table runs. 2: bad input, before Spark starts.
+reconcile of the same derived table runs. 2: bad input, before Spark starts: an undeclared
+pair, a declaration ``reconcile.pairs`` gets wrong (an unknown table or projection, a key whose
+two columns have different types), a ``--key`` of different types, a budget <= 0, ``--repair``
+of a pair without an authority or declared report-only.
 """
 
 from __future__ import annotations

@@ -201,6 +201,76 @@ class TableSettings(StrictModel):
         return self
 
 
+PAIR_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+"""A declared pair's name in ``reconcile.pairs`` (what an error names: ``reconcile.pairs.<name>.key``)."""
+
+
+class ReconcilePairSettings(StrictModel):
+    """One declared pair of ``reconcile.pairs`` (``lakehouse reconcile SOURCE DERIVED``): which
+    table derives from which, by which key and projection, and which side wins.
+
+    Only the shape is checked here; the tables, the key's columns and their types, and the
+    projection's registered name are checked when ``lakehouse reconcile`` starts, before Spark
+    (:func:`workloads.reconciliation.pairs.declared_pairs`)."""
+
+    source: str = Field(min_length=1)
+    derived: str = Field(min_length=1)
+    key: str
+    """The key column, or ``SOURCE_COLUMN:DERIVED_COLUMN`` when the two sides name it differently."""
+    authority: Literal["source"] | None = None
+    """The side that wins (``source``: the derived store is repaired); none declared, ``--repair``
+    is refused."""
+    projection: str | None = Field(default=None, min_length=1)
+    """The registered name of the projection from pinned source rows to the rows the derived
+    store should hold (a Python function of ``workloads/reconciliation/pairs.py``); none: the
+    source rows themselves."""
+    derived_where: str | None = Field(default=None, min_length=1)
+    """A SQL condition: the part of the derived store the pair covers (none: all of it)."""
+    columns: tuple[str, ...] | None = None
+    """The compared columns besides the key (none: every column both sides have)."""
+    report_only: str | None = Field(default=None, min_length=1)
+    """Why ``--repair`` is refused for this pair although it has an authority (none: allowed)."""
+    description: str = ""
+
+    @field_validator("key")
+    @classmethod
+    def _one_column_or_two(cls, value: str) -> str:
+        parts = [p.strip() for p in value.split(":")]
+        if len(parts) > 2 or not all(parts):
+            raise ValueError("name one column, or SOURCE_COLUMN:DERIVED_COLUMN")
+        return ":".join(parts)
+
+    @property
+    def source_key(self) -> str:
+        return self.key.split(":")[0]
+
+    @property
+    def derived_key(self) -> str:
+        return self.key.split(":")[-1]
+
+
+class ReconcileSettings(StrictModel):
+    """``reconcile:``: the pairs ``lakehouse reconcile`` may compare (its thresholds and budgets
+    are policies: ``reconcile:`` in ``conf/policies.yaml``)."""
+
+    pairs: dict[str, ReconcilePairSettings] = Field(default_factory=dict)
+    """Name -> declaration; a pair no entry declares is refused (nobody said which side wins)."""
+
+    @field_validator("pairs")
+    @classmethod
+    def _one_declaration_per_pair(
+        cls, pairs: dict[str, ReconcilePairSettings]
+    ) -> dict[str, ReconcilePairSettings]:
+        seen: dict[tuple[str, str], str] = {}
+        for name, pair in pairs.items():
+            if not PAIR_NAME.fullmatch(name):
+                raise ValueError(f"pair name {name!r}: letters, digits, '_' and '-' only")
+            other = seen.setdefault((pair.source, pair.derived), name)
+            if other != name:
+                raise ValueError(f"{other!r} and {name!r} both declare {pair.source} -> {pair.derived}")
+        return pairs
+
+
 def _default_zone_formats() -> dict[Zone, TableFormat]:
     return {
         Zone.BRONZE: TableFormat.DELTA,
@@ -222,6 +292,8 @@ class LakehouseConfig(StrictModel):
     lineage: LineageSettings = Field(default_factory=LineageSettings)
     zone_formats: dict[Zone, TableFormat] = Field(default_factory=_default_zone_formats)
     force_format: TableFormat | None = None
+    reconcile: ReconcileSettings = Field(default_factory=ReconcileSettings)
+    """The declared pairs of ``lakehouse reconcile`` (docs/reference/configuration.md)."""
     instance: str = ""
     """Optional suffix that gives one lakehouse its own namespaces (``silver_<instance>``)
     and Delta folder inside a shared catalog and warehouse: dev/staging side by side, or

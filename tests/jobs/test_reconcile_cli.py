@@ -1,7 +1,9 @@
 """``lakehouse reconcile`` through the CLI.
 
-Bad input (an undeclared pair, a budget <= 0) is refused by the real process in one line,
-exit 2, before a JVM starts (no Spark here: these run in ``make check``).
+Bad input (an undeclared pair, a declaration of ``reconcile.pairs`` naming what is not
+there or keys of two types, a budget <= 0, ``--repair`` of a report-only pair) is refused by the
+real process in one line, exit 2, with a ``java`` that refuses to start (no Spark here: these
+run in ``make check``).
 
 The rest is marked ``spark`` (by the session fixture) and kept small, at most a few minutes
 in all: a few hundred orders delivered, ingested into Bronze and built into Silver by the
@@ -15,6 +17,7 @@ budgets and its per-level range bound.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -36,7 +39,7 @@ from lakehouse.errors import ReconcileBusyError
 from ledger import open_ledger
 from ledger.clock import FixedClock, SystemClock
 from tests.cli_runner import Ran, instance_env, run_cli
-from tests.conftest import REPO, Lakehouse, drop_all
+from tests.conftest import NO_JVM_HOME, REPO, Lakehouse, drop_all
 from tests.replay_history import START, event, write_deliveries
 from workloads.policies import DEFAULT_POLICY_PATH
 from workloads.reconciliation.pairs import resolve_pair
@@ -55,34 +58,86 @@ ROW_BUDGET = 1200
 
 # -- bad input: one line, exit 2, no JVM --------------------------------------------------------
 
+PROVISIONAL = ("gold.correlations", "gold.provisional_correlations")
+DECLARED = {"source": PROVISIONAL[0], "derived": PROVISIONAL[1], "key": "correlation_id"}
+"""A declaration of the provisional pair, for a configuration that extends the shipped one."""
+
 
 @pytest.mark.parametrize(
-    ("argv", "expected"),
+    ("argv", "pairs", "expected"),
     [
-        (("silver.events", "gold.entity_daily", "--key", "entity_id"), "is not a declared pair"),
-        (("gold.correlations", "silver.events"), "is not a declared pair"),
-        (("silver.events", "gold.training_sets", "--key", "label"), "the key types differ"),
-        ((*ORDERS, "--max-rows", "0"), "--max-rows must be more than 0"),
-        ((*ORDERS, "--max-seconds", "-5"), "--max-seconds must be more than 0"),
-        ((*ORDERS, "--max-seconds", "0"), "--max-seconds must be more than 0"),
+        (("silver.events", "gold.entity_daily", "--key", "entity_id"), None, "is not a declared pair"),
+        (("gold.correlations", "silver.events"), None, "is not a declared pair"),
+        (("silver.events", "gold.training_sets", "--key", "label"), None, "the key types differ"),
+        ((*ORDERS, "--max-rows", "0"), None, "--max-rows must be more than 0"),
+        ((*ORDERS, "--max-seconds", "-5"), None, "--max-seconds must be more than 0"),
+        ((*ORDERS, "--max-seconds", "0"), None, "--max-seconds must be more than 0"),
+        ((*ORDERS, "--max-repairs-per-second", "0"), None, "--max-repairs-per-second must be at least 1"),
+        (
+            (*PROVISIONAL, "--repair"),
+            None,
+            "the pair gold.correlations -> gold.provisional_correlations is report-only",
+        ),
+        (
+            PROVISIONAL,
+            {**DECLARED, "key": "correlation_id:stream_batch"},
+            "key 'reconcile.pairs.provisional.key' has invalid value 'correlation_id:stream_batch': "
+            "the key types differ",
+        ),
+        (
+            ORDERS,
+            {**DECLARED, "projection": "provisional_copies"},
+            "key 'reconcile.pairs.provisional.projection' has invalid value 'provisional_copies'",
+        ),
+        (
+            PROVISIONAL,
+            {**DECLARED, "derived": "gold.provisional"},
+            "key 'reconcile.pairs.provisional.derived'",
+        ),
+        (PROVISIONAL, {**DECLARED, "projecton": "x"}, "unknown key 'reconcile.pairs.provisional.projecton'"),
+    ],
+    ids=[
+        "undeclared-key",
+        "undeclared",
+        "key-types",
+        "max-rows",
+        "max-seconds-negative",
+        "max-seconds-zero",
+        "repair-rate",
+        "report-only",
+        "declared-key-types",
+        "projection",
+        "table",
+        "misspelt",
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_spark_starts(
-    argv: tuple[str, ...], expected: str, tmp_path: Path
+    argv: tuple[str, ...], pairs: dict[str, str] | None, expected: str, tmp_path: Path
 ) -> None:
+    """Refused by the real process, whose ``java`` refuses to start (``tests/no_jvm``): nothing
+    here may reach a JVM."""
+    conf = CONF
+    if pairs is not None:  # the shipped configuration with the provisional pair declared otherwise
+        conf = tmp_path / "lakehouse.yaml"
+        conf.write_text(
+            yaml.safe_dump({"extends": str(CONF), "reconcile": {"pairs": {"provisional": pairs}}})
+        )
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "jobs", "reconcile", *argv, "--workdir", str(tmp_path)],
+        [sys.executable, "-m", "jobs", "reconcile", *argv, "--conf", str(conf), "--workdir", str(tmp_path)],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
         timeout=120,
+        env={**os.environ, "JAVA_HOME": str(NO_JVM_HOME)},
     )
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, lines
+    assert lines[0].startswith("error: "), lines
     assert expected in lines[0]
+    assert "java" not in lines[0].lower(), "no JVM was asked for"
     assert time.monotonic() - started < 60, "no JVM was started"
     assert not (tmp_path / "warehouse").exists(), "nothing was written"
 

@@ -2,7 +2,9 @@
 
 What :func:`reconcile` does, in order:
 
-1. **Pin** both sides' current versions; everything below reads exactly those.
+1. **Pin** both sides' current versions; everything below reads exactly those. (The pair
+   itself was checked before: a declaration of ``reconcile.pairs``,
+   :func:`~workloads.reconciliation.pairs.declared_pairs`.)
 2. **Claim** the derived table through the ledger: the run's ``run_started`` is appended
    first (the ledger serialises appends), then the earliest unfinished reconcile of the same
    derived table that started within ``lock_timeout_seconds`` holds it. A second run stops
@@ -20,9 +22,9 @@ What :func:`reconcile` does, in order:
    run of the same mode (and window) starts there.
 5. **Classify**: keys the source changed within the staleness window are ``pending``
    (expected lag, not drift); the rest are missing, divergent or orphan.
-6. **Repair** (only asked, only with an authority): missing and divergent keys get the
-   source's rows, in batches of at most ``max_repairs_per_second`` keys, one batch a second
-   at most; each batch replaces exactly its keys' rows. Orphans are never touched.
+6. **Repair** (only asked, only with an authority, never for a report-only pair): missing
+   and divergent keys get the source's rows, in batches of at most ``max_repairs_per_second``
+   keys, one batch a second at most; each batch replaces exactly its keys' rows. Orphans are never touched.
 7. **Report**: one row in ``ops.reconcile_reports`` (kept: the health signal's history),
    the delta per class in the ledger's ``run_finished`` counts, and a step change flagged
    against the pair's recent runs of the same mode.
@@ -101,11 +103,17 @@ def load_reconcile_policy(path: Path = DEFAULT_POLICY_PATH) -> ReconcilePolicy:
 
 
 def check_repair(pair: Pair) -> None:
-    """``--repair`` needs a declared authority: otherwise nobody can say which side wins."""
+    """``--repair`` needs a declared authority (otherwise nobody can say which side wins) and a
+    pair that is not report-only."""
     if pair.authority is None:
         raise UsageError(
             f"--repair refused: the pair {pair.name} declares no authority (which side wins); "
-            f"declare the pair in workloads/reconciliation/pairs.py, or reconcile without --repair"
+            f"declare it in reconcile.pairs of the configuration, or reconcile without --repair"
+        )
+    if pair.report_only is not None:
+        raise UsageError(
+            f"--repair refused: the pair {pair.name} is report-only ({pair.report_only}); "
+            f"reconcile without --repair"
         )
 
 
@@ -235,8 +243,9 @@ def _sides(
     ctx: DeriveContext,
 ) -> _Sides:
     source_rows = source.read(pins[0])
-    derived_rows = _covered(pair, derived, pins[1])
-    ctx = DeriveContext(ctx.registry, ctx.policies, derived_rows, ctx.ledger)
+    everything = _pinned(derived, pins[1])
+    derived_rows = _covered(pair, everything)
+    ctx = DeriveContext(ctx.registry, ctx.policies, derived_rows, ctx.ledger, everything)
     if pair.derive is not None:
         projected = pair.derive(source_rows, ctx)
     else:
@@ -246,9 +255,13 @@ def _sides(
     return _Sides(projected.select(*keep), derived_rows.select(*keep), columns)
 
 
-def _covered(pair: Pair, derived: Table, version: int | None) -> DataFrame:
-    """The pinned rows of the derived store the pair covers."""
-    rows = derived.read(version) if version is not None else _empty(derived)
+def _pinned(derived: Table, version: int | None) -> DataFrame:
+    """Every pinned row of the derived store (none when it was never written)."""
+    return derived.read(version) if version is not None else _empty(derived)
+
+
+def _covered(pair: Pair, rows: DataFrame) -> DataFrame:
+    """The rows of the derived store the pair covers."""
     return rows.where(pair.derived_where) if pair.derived_where else rows
 
 
@@ -457,8 +470,9 @@ def _repair(
 
     if not keys:
         return 0, 0
-    derived_rows = _covered(pair, derived, pins[1])
-    ctx = DeriveContext(ctx.registry, ctx.policies, derived_rows, ctx.ledger)
+    everything = _pinned(derived, pins[1])
+    derived_rows = _covered(pair, everything)
+    ctx = DeriveContext(ctx.registry, ctx.policies, derived_rows, ctx.ledger, everything)
     project = pair.repair_rows or pair.derive
     pinned = source.read(pins[0])
     rows = (

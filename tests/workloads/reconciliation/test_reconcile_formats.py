@@ -15,7 +15,7 @@ from ledger.clock import SystemClock
 from tests.conftest import Lakehouse, TableFactory
 from tests.replay_history import seed
 from workloads.gold.entity_index import refresh_entity_index
-from workloads.reconciliation.pairs import INDEX_PAIR
+from workloads.reconciliation.pairs import resolve_pair
 from workloads.reconciliation.run import ReconcilePolicy, reconcile
 
 pytestmark = pytest.mark.spark
@@ -59,11 +59,12 @@ def test_changed_keys_come_from_the_files_two_versions_differ_by(
 
 
 def test_a_bounded_reconcile_of_the_entity_index_finds_and_repairs_its_drift(lakehouse: Lakehouse) -> None:
+    index_pair = resolve_pair(lakehouse.config, "gold.correlations", "gold.correlations_by_entity", None)
     seed(lakehouse)
     clock = SystemClock()
     ledger = open_ledger(lakehouse.registry, clock=clock)
     assert refresh_entity_index(lakehouse.registry, ledger, clock).status == "rebuilt"
-    clean = reconcile(lakehouse.registry, ledger, clock, INDEX_PAIR, policy=POLICY)
+    clean = reconcile(lakehouse.registry, ledger, clock, index_pair, policy=POLICY)
     assert (clean.total_delta, clean.jobs, clean.ranges_listed, clean.complete) == (0, 1, 0, True)
     time.sleep(1.1)
     quiet = datetime.now(UTC)
@@ -74,12 +75,12 @@ def test_a_bounded_reconcile_of_the_entity_index_finds_and_repairs_its_drift(lak
     victim = sorted(r["correlation_id"] for r in index.read().collect())[0]
     index.delete_where(f"correlation_id = '{victim}' AND entity_id = entity_b", run_id="operator")
 
-    old = reconcile(lakehouse.registry, ledger, clock, INDEX_PAIR, policy=POLICY, since=quiet, until=before)
+    old = reconcile(lakehouse.registry, ledger, clock, index_pair, policy=POLICY, since=quiet, until=before)
     assert old.total_delta == 0, "no commit in that window: no key to compare"
-    found = reconcile(lakehouse.registry, ledger, clock, INDEX_PAIR, policy=POLICY, since=before, repair=True)
+    found = reconcile(lakehouse.registry, ledger, clock, index_pair, policy=POLICY, since=before, repair=True)
     assert (found.divergent, found.missing, found.orphan, found.repaired) == (1, 0, 0, 1)
     assert found.samples["divergent"] == (victim,)
     assert found.step_change
-    again = reconcile(lakehouse.registry, ledger, clock, INDEX_PAIR, policy=POLICY)
+    again = reconcile(lakehouse.registry, ledger, clock, index_pair, policy=POLICY)
     assert (again.total_delta, again.repaired) == (0, 0)
     assert index.read().where(f"correlation_id = '{victim}'").count() == 2

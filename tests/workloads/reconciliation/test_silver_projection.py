@@ -19,10 +19,14 @@ import workloads.silver.adapters as adapters
 import workloads.silver.exceptions as exceptions
 import workloads.silver.lateness as lateness
 import workloads.silver.routing as routing
+from lakehouse.config import load_config
+from tests.conftest import REPO
 from workloads.engines import entity_resolution
 from workloads.reconciliation import pairs
-from workloads.reconciliation.pairs import DeriveContext, carried_label
+from workloads.reconciliation.pairs import DeriveContext, carried_label, declared_pairs
 from workloads.vocabulary import FEEDS
+
+DECLARED = declared_pairs(load_config(REPO / "conf" / "lakehouse.yaml", environ={}))
 
 
 class Frame:
@@ -106,7 +110,7 @@ def test_the_repair_resolves_every_feed_above_the_computed_fated_rows(
 ) -> None:
     (orders, logins) = (f for f in FEEDS if f.value in ("orders", "logins"))
     ctx = _ctx({str(logins.bronze_table)}, Frame("silver", [("entity_resolution@1", 290), (None, 10)]))
-    repair = next(p for p in pairs.PAIRS if p.source == orders.bronze_table).repair_rows
+    repair = next(p for p in DECLARED if p.source == orders.bronze_table).repair_rows
     assert repair is not None
 
     rows = repair(Frame("pinned orders"), ctx)  # type: ignore[arg-type]
@@ -119,7 +123,7 @@ def test_the_repair_resolves_every_feed_above_the_computed_fated_rows(
 
 
 def test_the_derive_projects_the_computed_fated_rows(resolved: list[tuple[str, Any]]) -> None:
-    derive = next(p for p in pairs.PAIRS if p.source == "bronze.refunds").derive
+    derive = next(p for p in DECLARED if p.source == "bronze.refunds").derive
     assert derive is not None
 
     derive(Frame("pinned refunds"), _ctx(set()))  # type: ignore[arg-type]

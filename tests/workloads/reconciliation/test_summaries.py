@@ -14,7 +14,7 @@ import pytest
 from lakehouse.config import LakehouseConfig, load_config
 from lakehouse.errors import UnknownTableError, UsageError
 from tests.conftest import REPO
-from workloads.reconciliation.pairs import INDEX_PAIR, resolve_pair
+from workloads.reconciliation.pairs import declared_pairs, resolve_pair
 from workloads.reconciliation.run import check_repair, load_reconcile_policy
 from workloads.reconciliation.summaries import (
     END,
@@ -311,11 +311,10 @@ def test_batches_and_the_rate_limiter_space_the_repairs() -> None:
 def test_a_command_line_resolves_to_a_pair_before_spark(config: LakehouseConfig) -> None:
     orders = resolve_pair(config, "bronze.orders", "silver.events", "event_id")
     assert (orders.source_key, orders.derived_key, orders.authority) == ("_event_id", "event_id", "source")
-    assert (
-        resolve_pair(config, "gold.correlations", "gold.correlations_by_entity", "correlation_id")
-        is INDEX_PAIR
+    assert resolve_pair(config, "gold.correlations", "gold.correlations_by_entity", "correlation_id") == next(
+        p for p in declared_pairs(config) if p.label == "entity_index"
     )
-    assert resolve_pair(config, "bronze.orders", "silver.events", None) is orders
+    assert resolve_pair(config, "bronze.orders", "silver.events", None) == orders
     for key in ("entity_id", None):
         with pytest.raises(UsageError, match=r"silver\.events -> gold\.entity_daily is not a declared pair"):
             resolve_pair(config, "silver.events", "gold.entity_daily", key)
