@@ -430,6 +430,35 @@ class Table(ABC):
             file_path(str(r[0])): int(r[1]) for r in matched.groupBy("__lakehouse_file").count().collect()
         }
 
+    def files_matching_versions(
+        self, keys: DataFrame, on: str, versions: Sequence[int]
+    ) -> dict[int, dict[str, int]]:
+        """:meth:`files_matching` for each of ``versions``, in one Spark job: every version's
+        rows are read in one plan (the format's own time-travel reads, each tagged with its
+        version), joined with ``keys`` once and counted per version and file. A version with
+        no matching file maps to ``{}``. An erasure searches every retained version of every
+        table, so this is one job per table where it was one per version."""
+        from pyspark.sql import functions as F
+
+        if not versions:
+            return {}
+        tagged = [
+            self.read(version).select(
+                F.lit(int(version)).alias("__lakehouse_version"),
+                F.input_file_name().alias("__lakehouse_file"),
+                "*",
+            )
+            for version in versions
+        ]
+        located = tagged[0]
+        for frame in tagged[1:]:  # a column added later is null in the versions before it
+            located = located.unionByName(frame, allowMissingColumns=True)
+        matched = located.alias("t").join(F.broadcast(keys.alias("s")), F.expr(on), "left_semi")
+        found: dict[int, dict[str, int]] = {int(version): {} for version in versions}
+        for row in matched.groupBy("__lakehouse_version", "__lakehouse_file").count().collect():
+            found[int(row[0])][file_path(str(row[1]))] = int(row[2])
+        return found
+
     def storage_locations(self) -> list[str]:
         """Every folder that holds this table's files: data, log or metadata, and open candidates'."""
         return [self.location]

@@ -393,7 +393,10 @@ def test_an_erasure_rewrites_the_subjects_files_and_purges_only_the_versions_tha
     keys = subject_keys(spark_session)
     on = "array_contains(s.who, t.who)"
 
-    by_version = {v: table.files_matching(keys, on, version=v) for v in table.retained_versions()}
+    by_version = table.files_matching_versions(keys, on, table.retained_versions())
+    assert by_version == {v: table.files_matching(keys, on, version=v) for v in table.retained_versions()}, (
+        "one job over every version finds what one job per version finds"
+    )
     holding = sorted(v for v, files in by_version.items() if files)
     files = sorted({f for found in by_version.values() for f in found})
     assert holding == [held]

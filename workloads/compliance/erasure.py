@@ -220,8 +220,8 @@ def locate(
             progress(f"searching {name}")
         versions: dict[int, int] = {}
         files: dict[str, int] = {}
-        for version in table.retained_versions():
-            found = table.files_matching(keys, TREATMENTS[name].match, version=version)
+        retained = table.retained_versions()
+        for version, found in table.files_matching_versions(keys, TREATMENTS[name].match, retained).items():
             if found:
                 versions[version] = sum(found.values())
                 files.update(found)
