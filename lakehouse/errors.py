@@ -221,6 +221,19 @@ class EngineFingerprintError(EngineError):
     code = "engine_fingerprint"
 
 
+class GraphError(LakehouseError):
+    """A graph algorithm did not reach its answer within its bound of rounds or iterations."""
+
+    code = "graph_error"
+
+
+class GraphParameterError(GraphError, ValueError):
+    """A graph algorithm was given a parameter it cannot use (a damping outside 0..1, ...)."""
+
+    code = "graph_parameter"
+    exit_code = ExitCode.BAD_INPUT
+
+
 class ReplayError(LakehouseError):
     """A replay could not be scoped, built, published or rolled back as asked."""
 

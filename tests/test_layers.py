@@ -14,6 +14,7 @@ ORDER = ["lakehouse", "ledger", "workloads", "jobs"]
 
 WORKLOAD_ORDER = [
     {"vocabulary", "policies"},
+    {"graph"},
     {"engines"},
     {"evaluation"},
     {"runs"},
