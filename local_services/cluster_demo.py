@@ -388,6 +388,16 @@ def subject_email(history: Path) -> str:
     return str(truth["persons"][person]["emails"][0])
 
 
+def ring_member_email(history: Path) -> str:
+    """The first address of the first member of the first planted fraud ring (by id), from the
+    generator's ground truth: a subject whose entity id a resolver may give to other members
+    too (the erasure re-keys its own id in their rows and leaves an id it borrowed)."""
+    truth = json.loads((history / "_ground_truth.json").read_text())
+    ring = min(truth["rings"])
+    person = min(truth["rings"][ring])
+    return str(truth["persons"][person]["emails"][0])
+
+
 def submit(
     story: Story, cluster: StandaloneCluster, submitter: Submitter, step: str, job: str, *args: str
 ) -> Submitted:
@@ -417,7 +427,8 @@ def run_story(
     story: Story, cluster: StandaloneCluster, submitter: Submitter, history: Path, entities: int, months: int
 ) -> bool:
     """generate -> ingest each feed -> Silver -> Gold -> replay -> approve -> ack -> publish ->
-    asof -> ledger verify -> erase -> calibrate, each its own spark-submit. False at the first
+    asof -> ledger verify -> erase (an ordinary customer, then a fraud-ring member) -> calibrate,
+    each its own spark-submit. False at the first
     step that fails (the rest would only fail after it)."""
     from workloads.vocabulary import Feed
 
@@ -463,6 +474,22 @@ def run_story(
     if erased:
         hits = erased.data["certificate"]["verification"]["hits"]
         story.check("erase: the independent scan finds no trace", hits == [], f"{len(hits)} hit(s)")
+    member = ring_member_email(history)
+    erased = step(
+        "erase-ring-member",
+        "erase",
+        "--subject-email",
+        member,
+        "--request",
+        "REQ-CLUSTER-2",
+        "--reason",
+        "GDPR art. 17",
+    )
+    if erased:
+        hits = erased.data["certificate"]["verification"]["hits"]
+        story.check(
+            "erase a ring member: the independent scan finds no trace", hits == [], f"{len(hits)} hit(s)"
+        )
     calibrated = step("calibrate", "calibrate", "--engine", "correlation@1")
     return story.ok and calibrated is not None
 

@@ -9,7 +9,14 @@ import zipfile
 from pathlib import Path
 
 from lakehouse.config import load_config
-from local_services.cluster_demo import build_py_files, json_documents, read_event_log, write_config
+from local_services.cluster_demo import (
+    build_py_files,
+    json_documents,
+    read_event_log,
+    ring_member_email,
+    subject_email,
+    write_config,
+)
 
 
 def test_the_py_files_zip_holds_the_four_packages_and_is_the_same_twice(tmp_path: Path) -> None:
@@ -77,3 +84,18 @@ def test_an_event_log_gives_executors_and_tasks_per_executor(tmp_path: Path) -> 
         "failed": 1,
     }
     assert read_event_log(tmp_path / "missing")["executors"] == ()
+
+
+def test_the_two_erased_subjects_are_an_ordinary_customer_and_a_ring_member(tmp_path: Path) -> None:
+    truth = {
+        "persons": {
+            "p1": {"emails": ["ann@example.org", "ann.2@example.org"]},
+            "p2": {"emails": ["bob@example.org"]},
+            "p3": {"emails": ["cy@example.org"]},
+            "p4": {"emails": ["dee@example.org"]},
+        },
+        "rings": {"ring-2": ["p1"], "ring-1": ["p4", "p3"]},
+    }
+    (tmp_path / "_ground_truth.json").write_text(json.dumps(truth))
+    assert subject_email(tmp_path) == "bob@example.org", "the first person outside every ring"
+    assert ring_member_email(tmp_path) == "cy@example.org", "ring-1's first member, first address"
