@@ -290,7 +290,7 @@ def render_replay(outcome: ReplayOutcome, *, high_impact_shown: int | None = Non
     if high_impact_shown is not None:
         changes = changes[:high_impact_shown]
     if changes:
-        out.append(_changes_table(changes))
+        out.append(_changes_table(changes, impact_column(outcome.table)))
     hidden = len(outcome.high_impact) - len(changes)
     if hidden:
         out.append(f"... {hidden} more high-impact changes in the review file")
@@ -328,17 +328,27 @@ def render_quality(report: QualityReport) -> list[Block]:
     ]
 
 
-def _changes_table(changes: Sequence[Mapping[str, Any]]) -> TableView:
+def _changes_table(changes: Sequence[Mapping[str, Any]], impact: str) -> TableView:
+    """The reviewer rows of a replay: kind, old and new row ids, and the answer table's impact
+    figure before and after (``old_<impact>``, ``new_<impact>``; confidence for correlations)."""
     rows = [
         {
             "kind": c.get("kind"),
             "old": c.get("old_id") or "-",
             "new": c.get("new_id") or "-",
-            "confidence": f"{c.get('old_confidence')} -> {c.get('new_confidence')}",
+            impact: f"{c.get(f'old_{impact}')} -> {c.get(f'new_{impact}')}",
         }
         for c in changes
     ]
-    return TableView(rows, ["kind", "old", "new", "confidence"])
+    return TableView(rows, ["kind", "old", "new", impact])
+
+
+def impact_column(table: str) -> str:
+    """The figure a replay's reviewer sees change for ``table``: its declaration's impact column."""
+    from workloads.replay.answer import ANSWER_TABLES
+
+    declared = ANSWER_TABLES.get(table)
+    return declared.impact if declared is not None else "confidence"
 
 
 def render_approval(result: ApprovalResult) -> str:

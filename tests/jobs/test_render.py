@@ -170,3 +170,14 @@ def test_maintenance_shows_each_tables_action_and_sizes_and_what_was_kept() -> N
     assert f"silver.events: {kept[0]}" in text
     planned = MaintenanceReport("data-platform", True, (), (replace(done, compacted_to=None),))
     assert "dry run, nothing written" in render_plain(render_maintenance(planned))
+
+
+def test_the_changes_table_shows_the_answer_tables_own_impact_figure() -> None:
+    from jobs.render import _changes_table, impact_column
+
+    assert impact_column("gold.correlations") == "confidence", "the declaration's impact column"
+    view = _changes_table(
+        [{"kind": "superseded", "old_id": "a", "new_id": "b", "old_score": 0.2, "new_score": 0.7}], "score"
+    )
+    assert view.columns == ["kind", "old", "new", "score"]
+    assert view.rows[0]["score"] == "0.2 -> 0.7"
