@@ -78,6 +78,18 @@ class LabelledTruth:
         """The true person of an identity as spelt in a feed."""
         return self.person_of.get(identity)
 
+    def rings(self) -> dict[str, tuple[str, ...]]:
+        """Ring id -> its persons (the file's ``rings``)."""
+        return self._kind("rings")
+
+    def households(self) -> dict[str, tuple[str, ...]]:
+        """Household id -> its persons (the file's ``households``)."""
+        return self._kind("households")
+
+    def _kind(self, kind: str) -> dict[str, tuple[str, ...]]:
+        prefix = f"{kind}/"
+        return {key.removeprefix(prefix): g for key, g in self.groups.items() if key.startswith(prefix)}
+
 
 def load_truth(path: Path) -> LabelledTruth:
     """Read and validate a labelled truth file; a bad file is one line naming it and the key."""
