@@ -474,37 +474,20 @@ def run_story(
     verified = step("ledger-verify", "ledger_job", "verify")
     if verified:
         story.check("the ledger chain verifies", verified.data.get("ok") is True)
-    if full:  # every kind of job is submitted without it: the ring member's erasure is the harder one
-        email = subject_email(history)
+
+    def erase(name: str, what: str, email: str, request: str) -> None:
         erased = step(
-            "erase",
-            "erase",
-            "--subject-email",
-            email,
-            "--request",
-            "REQ-CLUSTER-1",
-            "--reason",
-            "GDPR art. 17",
+            name, "erase", "--subject-email", email, "--request", request, "--reason", "GDPR art. 17"
         )
         if erased:
             hits = erased.data["certificate"]["verification"]["hits"]
-            story.check("erase: the independent scan finds no trace", hits == [], f"{len(hits)} hit(s)")
-    member = ring_member_email(history)
-    erased = step(
-        "erase-ring-member",
-        "erase",
-        "--subject-email",
-        member,
-        "--request",
-        "REQ-CLUSTER-2",
-        "--reason",
-        "GDPR art. 17",
-    )
-    if erased:
-        hits = erased.data["certificate"]["verification"]["hits"]
-        story.check(
-            "erase a ring member: the independent scan finds no trace", hits == [], f"{len(hits)} hit(s)"
-        )
+            story.check(
+                f"erase {what}: the independent scan finds no trace", hits == [], f"{len(hits)} hit(s)"
+            )
+
+    if full:  # every kind of job is submitted without it: the ring member's erasure is the harder one
+        erase("erase", "an ordinary customer", subject_email(history), "REQ-CLUSTER-1")
+    erase("erase-ring-member", "a ring member", ring_member_email(history), "REQ-CLUSTER-2")
     calibrated = step("calibrate", "calibrate", "--engine", "correlation@1")
     return story.ok and calibrated is not None
 
