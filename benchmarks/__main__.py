@@ -1,4 +1,6 @@
-"""``python -m benchmarks NAME ARGS`` (pipeline, replay, asof, quality, training-set, erasure, reconcile).
+"""``python -m benchmarks NAME ARGS``.
+
+NAME: pipeline, replay, asof, quality, training-set, erasure, reconcile or graph.
 
 ``make bench`` runs the first three small; ``quality`` measures engine versions, not time.
 
@@ -18,6 +20,7 @@ BENCHMARKS = {
     "training-set": "benchmarks.training_set_cost",
     "erasure": "benchmarks.erasure_cost",
     "reconcile": "benchmarks.reconcile_cost",
+    "graph": "benchmarks.graph_cost",
 }
 
 args = sys.argv[1:]
