@@ -26,6 +26,7 @@ from jobs.output import Block, Outcome, Output, TableView, output_for, table_lin
 from jobs.progress import StepProgress, configure_logging, log_level
 from lakehouse.config import DEFAULT_CONF_PATH, LakehouseConfig, load_config
 from lakehouse.errors import ExitCode, LakehouseError
+from workloads.runs import RUN_STAMP
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -392,7 +393,7 @@ def positive_int(text: str) -> int:
 REPLAY_RUN_ID = re.compile(r"replay-[0-9a-f]{16}")
 """A replay's run id: ``replay-`` and 16 hex digits of its identity (workloads.replay.identity)."""
 
-RUN_ID = re.compile(rf"{REPLAY_RUN_ID.pattern}|[a-z][a-z0-9-]*-\d{{8}}T\d{{12}}Z-[0-9a-f]{{8}}")
+RUN_ID = re.compile(rf"{REPLAY_RUN_ID.pattern}|[a-z][a-z0-9-]*-{RUN_STAMP}")
 """Any run id the ledger records: a replay's, or another recorded run's, ``<command>-<UTC time>-<8
 hex>`` (workloads.runs.new_run_id: ``ingest-orders-...``, ``training-set-...``, ``erase-...``)."""
 
@@ -403,7 +404,7 @@ def unknown_run(what: str, run_id: str, noun: str = "run") -> str:
     return f"{what} {run_id}: no such {noun} in the ledger"
 
 
-TRAINING_SET_ID = re.compile(r"training-set-\d{8}T\d{12}Z-[0-9a-f]{8}")
+TRAINING_SET_ID = re.compile(rf"training-set-{RUN_STAMP}")
 """A training set's id: the run id ``lakehouse training-set`` printed (workloads.runs.new_run_id)."""
 
 

@@ -120,10 +120,10 @@ def _show(args: argparse.Namespace, ctx: Context) -> Outcome:
     if args.run is not None:
         ctx.require_run(args.run, what="--run")  # its shape, then the ledger read without a JVM
     ctx.require_lakehouse()
-    reader = ctx.ledger.reader
-    if args.run is not None and not reader.records(run_id=args.run):  # a ledger only Spark reads
+    records = ctx.ledger.reader.records(run_id=args.run)
+    if args.run is not None and not records:  # a ledger only Spark reads
         raise UnknownRunError(unknown_run("--run", args.run))
-    records = reader.records(kind=args.kind, run_id=args.run)
+    records = [r for r in records if args.kind is None or r.kind == args.kind]
     rows = [
         {
             "seq": r.seq,

@@ -205,6 +205,15 @@ PAIR_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 """A declared pair's name in ``reconcile.pairs`` (what an error names: ``reconcile.pairs.<name>.key``)."""
 
 
+def key_columns(key: str) -> tuple[str, str]:
+    """A pair's key, ``COLUMN`` or ``SOURCE_COLUMN:DERIVED_COLUMN``, as (source column, derived
+    column); ValueError for anything else (a declaration's ``key:``, ``reconcile --key``)."""
+    parts = [p.strip() for p in key.split(":")]
+    if len(parts) > 2 or not all(parts):
+        raise ValueError("name one column, or SOURCE_COLUMN:DERIVED_COLUMN")
+    return parts[0], parts[-1]
+
+
 class ReconcilePairSettings(StrictModel):
     """One declared pair of ``reconcile.pairs`` (``lakehouse reconcile SOURCE DERIVED``): which
     table derives from which, by which key and projection, and which side wins.
@@ -235,18 +244,16 @@ class ReconcilePairSettings(StrictModel):
     @field_validator("key")
     @classmethod
     def _one_column_or_two(cls, value: str) -> str:
-        parts = [p.strip() for p in value.split(":")]
-        if len(parts) > 2 or not all(parts):
-            raise ValueError("name one column, or SOURCE_COLUMN:DERIVED_COLUMN")
-        return ":".join(parts)
+        source, derived = key_columns(value)
+        return source if ":" not in value else f"{source}:{derived}"
 
     @property
     def source_key(self) -> str:
-        return self.key.split(":")[0]
+        return key_columns(self.key)[0]
 
     @property
     def derived_key(self) -> str:
-        return self.key.split(":")[-1]
+        return key_columns(self.key)[1]
 
 
 class ReconcileSettings(StrictModel):

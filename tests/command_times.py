@@ -21,7 +21,7 @@ def summarise(lines: list[str]) -> list[tuple[str, str, int, float]]:
         key = (test.split("::")[0], command)
         calls[key] += 1
         seconds[key] += float(took)
-    rows = [(module, command, calls[key], seconds[key]) for key in calls for module, command in [key]]
+    rows = [(*key, calls[key], seconds[key]) for key in calls]
     return sorted(rows, key=lambda row: -row[3])
 
 

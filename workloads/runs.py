@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from lakehouse.digest import digest_of
 from lakehouse.tables import TableRegistry
@@ -31,6 +31,11 @@ from ledger.engines import EngineSpec, InForce, engines_in_force, load_engines, 
 log = logging.getLogger(__name__)
 
 DEFAULT_ENGINES = Path("conf/engines.yaml")
+
+
+RUN_STAMP: Final = r"\d{8}T\d{12}Z-[0-9a-f]{8}"
+"""The regular expression of the tail :func:`new_run_id` gives a run id (UTC time, 8 hex): what
+checks of run, training set and certificate ids match after their prefix."""
 
 
 def new_run_id(command: str, at: datetime, salt: Any = None) -> str:

@@ -218,6 +218,28 @@ def merge_clauses(update: Mapping[str, str] | None, delete_when: str | None = No
     return f"WHEN MATCHED AND ({delete_when}) THEN DELETE {action}" if delete_when else action
 
 
+def _files_matching(frames: Mapping[int, DataFrame], keys: DataFrame, on: str) -> dict[int, dict[str, int]]:
+    """Per tagged frame, its data files holding rows that match ``keys`` on ``on``, with their
+    row counts, in one Spark job: the frames tagged, united by name (a column one of them lacks
+    is null there), joined with ``keys`` once and counted per tag and file."""
+    from pyspark.sql import functions as F
+
+    if not frames:
+        return {}
+    tag, file = "__lakehouse_tag", "__lakehouse_file"
+    tagged = [
+        df.select(F.lit(key).alias(tag), F.input_file_name().alias(file), "*") for key, df in frames.items()
+    ]
+    located = tagged[0]
+    for frame in tagged[1:]:
+        located = located.unionByName(frame, allowMissingColumns=True)
+    matched = located.alias("t").join(F.broadcast(keys.alias("s")), F.expr(on), "left_semi")
+    found: dict[int, dict[str, int]] = {key: {} for key in frames}
+    for row in matched.groupBy(tag, file).count().collect():
+        found[int(row[0])][file_path(str(row[1]))] = int(row[2])
+    return found
+
+
 def file_path(location: str) -> str:
     """One spelling of a data file's location: a local path for ``file:`` URIs (Spark writes
     ``file:/x`` and ``file:///x`` for the same file), the URI itself otherwise."""
@@ -421,14 +443,8 @@ class Table(ABC):
     ) -> dict[str, int]:
         """The data files of a version (current if None) or of a candidate that hold rows
         matching ``keys`` on ``on`` (as in :meth:`erase_matching`), with their row counts."""
-        from pyspark.sql import functions as F
-
         df = self.read_candidate(candidate) if candidate is not None else self.read(version)
-        located = df.select(F.input_file_name().alias("__lakehouse_file"), "*").alias("t")
-        matched = located.join(F.broadcast(keys.alias("s")), F.expr(on), "left_semi")
-        return {
-            file_path(str(r[0])): int(r[1]) for r in matched.groupBy("__lakehouse_file").count().collect()
-        }
+        return _files_matching({0: df}, keys, on)[0]
 
     def files_matching_versions(
         self, keys: DataFrame, on: str, versions: Sequence[int]
@@ -438,26 +454,7 @@ class Table(ABC):
         version), joined with ``keys`` once and counted per version and file. A version with
         no matching file maps to ``{}``. An erasure searches every retained version of every
         table, so this is one job per table where it was one per version."""
-        from pyspark.sql import functions as F
-
-        if not versions:
-            return {}
-        tagged = [
-            self.read(version).select(
-                F.lit(int(version)).alias("__lakehouse_version"),
-                F.input_file_name().alias("__lakehouse_file"),
-                "*",
-            )
-            for version in versions
-        ]
-        located = tagged[0]
-        for frame in tagged[1:]:  # a column added later is null in the versions before it
-            located = located.unionByName(frame, allowMissingColumns=True)
-        matched = located.alias("t").join(F.broadcast(keys.alias("s")), F.expr(on), "left_semi")
-        found: dict[int, dict[str, int]] = {int(version): {} for version in versions}
-        for row in matched.groupBy("__lakehouse_version", "__lakehouse_file").count().collect():
-            found[int(row[0])][file_path(str(row[1]))] = int(row[2])
-        return found
+        return _files_matching({int(version): self.read(version) for version in versions}, keys, on)
 
     def storage_locations(self) -> list[str]:
         """Every folder that holds this table's files: data, log or metadata, and open candidates'."""

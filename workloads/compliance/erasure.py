@@ -76,7 +76,7 @@ from workloads.compliance.subject import (
     tables_with_rules,
     unlinked_id,
 )
-from workloads.runs import new_run_id, recorded_run
+from workloads.runs import RUN_STAMP, new_run_id, recorded_run
 from workloads.vocabulary import TableName, redacted_as
 
 log = logging.getLogger(__name__)
@@ -634,7 +634,7 @@ def verify_digests(
     )
 
 
-CERTIFICATE_ID: Final = re.compile(r"erasure-\d{8}T\d{12}Z-[0-9a-f]{8}")
+CERTIFICATE_ID: Final = re.compile(rf"erasure-{RUN_STAMP}")
 """An erasure certificate's id: ``erasure-`` and the rest of its erase run's id (<UTC time>-<8 hex>)."""
 
 

@@ -71,7 +71,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from lakehouse.config import LakehouseConfig, ReconcilePairSettings
+from lakehouse.config import LakehouseConfig, ReconcilePairSettings, key_columns
 from lakehouse.errors import ConfigError, UnknownTableError, UsageError
 from lakehouse.frames import materialize, union_all
 from lakehouse.tables.base import sql_literal
@@ -381,12 +381,10 @@ def column_types(config: LakehouseConfig, table: str) -> dict[str, str]:
 
 
 def _split_key(key: str) -> tuple[str, str]:
-    parts = [p.strip() for p in key.split(":")]
-    if len(parts) == 1 and parts[0]:
-        return parts[0], parts[0]
-    if len(parts) == 2 and all(parts):
-        return parts[0], parts[1]
-    raise UsageError(f"--key {key!r}: name one column, or SOURCE_COLUMN:DERIVED_COLUMN")
+    try:
+        return key_columns(key)
+    except ValueError as exc:
+        raise UsageError(f"--key {key!r}: {exc}") from None
 
 
 def resolve_pair(
