@@ -70,6 +70,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from lakehouse.errors import UsageError
     from workloads.compliance import ErasureRequest, erase, find_certificate, reverify
     from workloads.compliance.erasure import certificate_in, check_certificate_id
+    from workloads.compliance.holds import placed_holds, refuse_if_held
     from workloads.compliance.subject import check_text
 
     if args.verify is not None and (args.request is not None or args.reason is not None or args.dry_run):
@@ -92,6 +93,10 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         )
     deliveries = args.deliveries or ctx.config.workdir_path / "history"
     ctx.require_lakehouse()
+    if request is not None and not request.dry_run:
+        holds = ctx.ledger_without_jvm(lambda reader: reader.kind_records("legal_hold"))
+        if holds is not None:  # exit 2 before Spark: a placed hold covers the key asked for
+            refuse_if_held(placed_holds(holds), [request.subject_key])
     if request is None:
         certificates = ctx.ledger_without_jvm(lambda reader: reader.kind_records("erasure_certificate"))
         if certificates is not None:  # exit 2 before Spark: no such certificate in the ledger

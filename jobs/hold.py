@@ -1,7 +1,7 @@
 """``lakehouse hold add|release|list``: legal holds on data subjects.
 
 * ``add HOLD --subject-email ADDRESS | --entity ID --by NAME --reason TEXT``: while the hold
-  is placed, ``lakehouse erase`` refuses the subject (exit 5, naming the hold; a dry run
+  is placed, ``lakehouse erase`` refuses the subject (exit 2, naming the hold; a dry run
   still lists where the subject is); the id, name and reason may not name the subject;
 * ``release HOLD --by NAME --reason TEXT``: the subject may be erased again;
 * ``list``: the holds placed and not released.
@@ -80,7 +80,7 @@ def _decide(args: argparse.Namespace, ctx: Context) -> Outcome:
 
 ACTIONS = {
     "add": Action(
-        "place a hold: while it is placed, lakehouse erase refuses the subject (exit 5); the id, name "
+        "place a hold: while it is placed, lakehouse erase refuses the subject (exit 2); the id, name "
         "and reason may not name the subject",
         _add_arguments,
         _decide,

@@ -28,7 +28,10 @@ class ExitCode(IntEnum):
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.DONE: "done",
     ExitCode.FAILED: "failed: a run error (the ledger records it), or an unexpected error",
-    ExitCode.BAD_INPUT: "bad input or configuration: one line names the flag, file, key, table or run id",
+    ExitCode.BAD_INPUT: (
+        "bad input or configuration: one line names the flag, file, key, table or run id; an "
+        "erasure of a subject under a legal hold (`erase`) names the hold"
+    ),
     ExitCode.ENVIRONMENT: (
         "environment problem (Java, jars, an unreachable Spark master, the Iceberg catalog's "
         "PostgreSQL server down or refusing the credentials)"
@@ -43,9 +46,9 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
         "(`reconcile`)"
     ),
     ExitCode.HELD: (
-        "held, not refused for good: a required consumer has not acknowledged (`publish`), a "
-        "legal hold covers the subject (`erase`), or a `reconcile` is not finished (a budget "
-        "stopped it, or another reconcile holds the pair: run it again)"
+        "held, not refused for good: a required consumer has not acknowledged (`publish`), or a "
+        "`reconcile` is not finished (a budget stopped it, or another reconcile holds the pair: "
+        "run it again)"
     ),
     ExitCode.INJECTED_FAILURE: "an injected failure (tests and drills; `stream --fail-at`)",
     ExitCode.ROUTES_DISAGREE: "`asof`, `extract`: the two routes disagree",
@@ -276,10 +279,11 @@ class InjectedFailure(ReplayError):
 
 class LegalHoldError(LakehouseError):
     """A legal hold covers what was asked for (a subject's erasure); nothing was changed.
-    Exit 5, like a publication that waits for an acknowledgement: not now, not refused for good."""
+    Exit 2: the request is refused as asked, naming the hold; it can be asked again once the
+    hold is released (``lakehouse hold release``)."""
 
     code = "legal_hold"
-    exit_code = ExitCode.HELD
+    exit_code = ExitCode.BAD_INPUT
 
 
 class ReconcileBusyError(LakehouseError):

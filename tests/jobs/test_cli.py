@@ -703,6 +703,47 @@ def test_an_exception_the_queue_cannot_decide_is_refused_reading_it_without_a_jv
     assert "starting Spark" in waiting.stderr, waiting.stderr
 
 
+HELD_ENTITY = "e1-00000000000000aa"
+
+
+def hold_on(hold_id: str, key: str) -> Any:
+    """Hold ``hold_id`` placed on ``key`` (an address as resolvers key it, or an entity id)."""
+    from workloads.compliance.scan import identifier_digest
+
+    return placed_hold(hold_id).model_copy(update={"subject_digest": identifier_digest("00", key)})
+
+
+@pytest.mark.parametrize(
+    ("subject", "hold_id"),
+    [
+        (("--subject-email", " Held@Example.org "), "LH-1"),
+        (("--entity", HELD_ENTITY), "LH-2"),
+    ],
+    ids=["email", "entity"],
+)
+def test_an_erasure_of_a_held_subject_is_refused_reading_the_ledger_without_a_jvm(
+    tmp_path: Path, subject: tuple[str, str], hold_id: str
+) -> None:
+    """``erase``: the ledger (Iceberg, written by pyiceberg) is read before a JVM starts; a
+    subject a placed hold covers (the address as resolvers key it, or the entity id) is one
+    line naming the hold, exit 2, nothing written. Another subject passes the check and goes
+    on to Spark (the refusing ``java``); so does a dry run of the held one (it writes nothing)."""
+    lake = tmp_path / "lake"
+    ledger_without_jvm(
+        lake, WELL_FORMED_RUN, hold_on("LH-1", "held@example.org"), hold_on("LH-2", HELD_ENTITY)
+    )
+    before = sorted(lake.rglob("*"))
+    request = ("--request", "REQ-1", "--reason", "art. 17")
+    result = run("erase", *subject, *request, "--workdir", str(lake), env=NO_JVM)
+    assert_refused_before_spark(result, f"legal hold {hold_id}", "nothing was erased")
+    assert sorted(lake.rglob("*")) == before, "nothing was written"
+
+    for args in (("--subject-email", "free@example.org", *request), (*subject, "--dry-run")):
+        passed = run("erase", *args, "--workdir", str(lake), env=NO_JVM)
+        assert "legal hold" not in passed.stderr, passed.stderr
+        assert "starting Spark" in passed.stderr, passed.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "old", "new", "message"),
     [

@@ -159,6 +159,11 @@ class ErasureRequest:
         if self.entity is not None:
             check_entity(self.entity)
 
+    @property
+    def subject_key(self) -> str:
+        """The key asked for, as holds and resolvers key it (an address normalised, an entity id trimmed)."""
+        return email_key(self.email) if self.email is not None else str(self.entity).strip()
+
 
 @dataclass(frozen=True)
 class ErasureResult:
@@ -308,14 +313,13 @@ def erase(
     fail_at: ErasureStep | None = None,
 ) -> ErasureResult:
     """Run ``lakehouse erase`` (the module's steps); a dry run stops after locating and ignores
-    legal holds. An erasure of a subject under an open legal hold is refused (exit 5, naming
+    legal holds. An erasure of a subject under an open legal hold is refused (exit 2, naming
     the hold) before anything is written: by the key asked for before the subject is searched,
     then by every identifier found and every address their entities hold (a merged entity
     holds other addresses' data too). A request id or reason that names the subject is refused
     (exit 2): it would stay in the ledger and in the tables' commit history."""
     holds = {} if request.dry_run else open_holds(ledger)
-    asked = email_key(request.email) if request.email else str(request.entity).strip()
-    refuse_if_held(holds, [asked])
+    refuse_if_held(holds, [request.subject_key])
     subject = find_subject(registry, email=request.email, entity=request.entity)
     if holds:  # a shared or borrowed entity's other addresses: their rows are rewritten too
         entities = [*subject.entities, *subject.borrowed]

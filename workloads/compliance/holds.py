@@ -130,7 +130,7 @@ def holding(holds: Mapping[str, LegalHold], identifiers: Iterable[str]) -> Legal
 
 
 def refuse_if_held(holds: Mapping[str, LegalHold], identifiers: Iterable[str]) -> None:
-    """Raise :class:`LegalHoldError` (exit 5) naming the hold that covers the subject."""
+    """Raise :class:`LegalHoldError` (exit 2) naming the hold that covers the subject."""
     hold = holding(holds, identifiers)
     if hold is not None:
         raise LegalHoldError(

@@ -34,7 +34,7 @@ def test_a_hold_on_an_address_covers_every_identifier_list_that_holds_it() -> No
     assert holding(holds, ["malice@example.org", "ent-alice-v2"]) is None
     with pytest.raises(LegalHoldError, match=r"legal hold LH-1 .*nothing was erased") as refused:
         refuse_if_held(holds, subject_found_by_entity)
-    assert refused.value.exit_code == 5
+    assert refused.value.exit_code == 2
 
 
 @pytest.mark.parametrize(
