@@ -4,7 +4,8 @@ A small history of its own (generate -> ingest each feed -> build silver under E
 gold -> build silver under ER v2, whose card rule gives a ring one entity id), then two ring
 members erased in turn, each with its dry run and its certificate verified again: one whose
 own v1 id names the ring (re-keyed in the other members' rows), one who borrowed another
-member's id (left in theirs). Apart from the CLI history, so that both fit the suite's
+member's id (left in theirs); then a person outside the rings erased by entity id
+(``erase --entity``). Apart from the CLI history, so that both fit the suite's
 per-test ceiling and run on the two workers side by side.
 """
 
@@ -76,6 +77,13 @@ def history(
         cert = done.data["certificate"]["certificate_id"] if done.code == 0 else "erasure-missing"
         run(f"erase-ring-{kind}-verify", "erase", "--verify", cert)
     ring["after"] = ring_rows(spark_session, config, ring)
+    # the subject given by its entity id, as a data-protection officer who holds no address does
+    alone = entity_subject(spark_session, config, deliveries, ring)
+    done = run("erase-by-entity", "erase", "--entity", alone["entity"], *request_args("REQ-ENT-1"))
+    cert = done.data["certificate"]["certificate_id"] if done.code == 0 else "erasure-missing"
+    run("erase-by-entity-verify", "erase", "--verify", cert)
+    alone["after"] = entity_rows(spark_session, config, alone)
+    ring["by_entity"] = alone
     yield RingHistory(run.steps, config, spark_session, ring)
     from lakehouse.tables import TableRegistry
 
@@ -134,6 +142,85 @@ def test_planted_ring_members_are_erased_and_verified_whatever_they_share(histor
     under = after["borrowing"]["rows_under_entity"]
     assert borrowing["before"]["others_rows"] <= under < borrowing["before"]["rows_under_entity"]
     assert files_naming(registry, [borrowing["email"]]) == []
+
+
+def test_a_subject_given_by_entity_id_is_erased_and_verified(history: RingHistory) -> None:
+    """``erase --entity ID`` of a person outside the rings whose ER v2 entity is theirs alone:
+    exits 0, its certificate's scan and ``erase --verify`` find nothing, no row of Silver or
+    Gold is under the id afterwards, no file names the id or the person's addresses, and every
+    other entity keeps its Silver rows."""
+    steps = ("erase-by-entity", "erase-by-entity-verify")
+    assert {n: history.steps[n].code for n in steps} == dict.fromkeys(steps, 0), {
+        n: (history.steps[n].stderr[-1500:], json.dumps(history.steps[n].data, default=str)[-3000:])
+        for n in steps
+        if history.steps[n].code
+    }
+    alone = history.ring["by_entity"]
+    certificate = history.steps["erase-by-entity"].data["certificate"]
+    assert certificate["verification"]["hits"] == []
+    assert history.steps["erase-by-entity-verify"].data["hits"] == []
+    assert "silver.events" in certificate["tables"], "the subject's Silver rows were erased"
+    assert alone["before"]["rows_under_entity"] > 0
+    assert alone["after"]["rows_under_entity"] == 0
+    assert alone["after"]["daily_under_entity"] == 0
+    assert alone["after"]["others_rows"] == alone["before"]["others_rows"], (
+        "every other entity keeps its rows"
+    )
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(history.spark, history.config)
+    assert files_naming(registry, [alone["entity"], *alone["emails"]]) == []
+
+
+def request_args(request: str) -> tuple[str, ...]:
+    return ("--request", request, "--reason", "GDPR art. 17")
+
+
+def entity_subject(
+    spark: Any, config: LakehouseConfig, deliveries: Path, ring: dict[str, Any]
+) -> dict[str, Any]:
+    """A person outside every planted ring whose current (ER v2) entity id holds their own
+    addresses only, with Silver rows: the id, the addresses, and the rows before the erasure."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    truth = json.loads((deliveries / "_ground_truth.json").read_text())
+    in_rings = {p for members in truth["rings"].values() for p in members}
+    silver = TableRegistry(spark, config).get("silver.events").read()
+    key = F.lower(F.trim("customer_email"))
+    owners: dict[str, set[str]] = {}
+    for r in silver.where(key.isNotNull()).select(key.alias("v"), "entity_id").distinct().collect():
+        owners.setdefault(r["entity_id"], set()).add(r["v"])
+    erased = {ring[k]["email"] for k in ("named", "borrowing")}
+    for person in sorted(truth["persons"]):
+        if person in in_rings:
+            continue
+        emails = {e.strip().lower() for e in truth["persons"][person]["emails"]}
+        if emails & erased:
+            continue
+        entities = [e for e, vs in sorted(owners.items()) if vs & emails]
+        if len(entities) == 1 and owners[entities[0]] <= emails:
+            found: dict[str, Any] = {"entity": entities[0], "emails": sorted(owners[entities[0]])}
+            found["before"] = entity_rows(spark, config, found)
+            return found
+    raise AssertionError("no person outside the rings has an entity of their own")
+
+
+def entity_rows(spark: Any, config: LakehouseConfig, subject: dict[str, Any]) -> dict[str, int]:
+    """Silver and Gold daily rows under the subject's entity id, and Silver rows of every other entity."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(spark, config)
+    silver = registry.get("silver.events").read()
+    mine = F.col("entity_id") == subject["entity"]
+    return {
+        "rows_under_entity": silver.where(mine).count(),
+        "daily_under_entity": registry.get("gold.entity_daily").read().where(mine).count(),
+        "others_rows": silver.where(~mine | F.col("entity_id").isNull()).count(),
+    }
 
 
 def silver_version(spark: Any, config: LakehouseConfig) -> int:
