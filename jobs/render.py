@@ -20,6 +20,7 @@ from workloads.gold.entity_index import SOURCE as INDEXED
 from workloads.vocabulary import Fate
 
 if TYPE_CHECKING:
+    from lakehouse.meter import StepCost
     from ledger import ErasureCertificate, ErasureVerification
     from workloads.asof import AsOfAnswer, EntityHistory
     from workloads.bronze.ingest import IngestReport
@@ -298,11 +299,20 @@ def render_replay(outcome: ReplayOutcome, *, high_impact_shown: int | None = Non
         out += render_quality(outcome.quality)
     if outcome.review_location:
         out.append(f"review: {outcome.review_location}")
+    if outcome.steps:
+        out.append(render_steps(outcome.steps))
     if outcome.status == AWAITING_APPROVAL:
         out.append(
             f"next: lakehouse approve {outcome.run_id} --by NAME, then lakehouse publish {outcome.run_id}"
         )
     return out
+
+
+def render_steps(steps: Sequence[StepCost]) -> str:
+    """One line: each step's wall seconds and Spark jobs, then the totals."""
+    parts = [f"{s.step} {s.seconds:.1f} s ({s.spark_jobs} jobs)" for s in steps]
+    total = f"{sum(s.seconds for s in steps):.1f} s, {sum(s.spark_jobs for s in steps)} Spark jobs"
+    return f"steps: {', '.join(parts)}; in all {total}"
 
 
 QUALITY_COLUMNS: Final = (

@@ -100,6 +100,18 @@ def test_a_replay_shows_its_high_impact_changes_as_a_table_cut_where_asked() -> 
     assert len(render_replay(outcome)[6].rows) == 7  # type: ignore[union-attr]
 
 
+def test_a_replays_steps_are_one_line_and_dumped_with_their_jobs() -> None:
+    from jobs.render import render_steps
+    from lakehouse.meter import StepCost
+
+    steps = (StepCost("setup", 1.25, 3), StepCost("analyse", 8.5, 127))
+    assert render_steps(steps) == (
+        "steps: setup 1.2 s (3 jobs), analyse 8.5 s (127 jobs); in all 9.8 s, 130 Spark jobs"
+    )
+    dumped = json.loads(json.dumps(plain(steps)))
+    assert dumped[1] == {"step": "analyse", "seconds": 8.5, "spark_jobs": 127}
+
+
 def test_an_asof_answer_dumps_route_row_counts_and_says_when_routes_disagree() -> None:
     row = {
         "correlation_id": "c1",

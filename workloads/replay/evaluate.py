@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from lakehouse import quality
 from lakehouse.digest import canonical_hash, digest_of
 from lakehouse.frames import materialize
+from lakehouse.meter import StepMeter
 from lakehouse.tables import Candidate, Table
 from ledger.entries import DiffManifest, ReconciliationDecision, RunFinished
 from ledger.writer import LedgerWriter
@@ -218,13 +219,18 @@ def evaluate(
     candidate: Candidate,
     chosen: FailPoint | None,
     truth: TruthSearch | None = None,
+    meter: StepMeter | None = None,
 ) -> Evaluation:
     """Diff, review, manifest, reconciliation and decision of a built candidate (module docstring).
 
     ``truth`` (located before the build) is what both versions' quality is measured
     against; the report is recorded with the decision (:mod:`workloads.replay.quality`).
+    ``meter`` is marked at each step (``diff``, ``gate``, ``recount``, ``reconcile``,
+    ``decision``).
     """
     plan, run_id, answer = setup.plan, setup.run_id, setup.answer
+    meter = meter or StepMeter(registry.spark, "diff")
+    meter.mark("diff")
     months = list(scope.changed_partitions)
     diff, whole, base = diff_candidate(table, candidate, run_id, months, answer)
     counts = {
@@ -274,17 +280,21 @@ def evaluate(
     )
     maybe_fail(chosen, FailPoint.AFTER_DIFF, run_id)
 
+    meter.mark("gate")
     rewritten = cand.restrict_months(whole, months, answer)
     gate = (
         gate_check(rewritten, table.name)
         if months
         else rec.Check(name="quality_gate", passed=True, detail="nothing rewritten")
     )
+    meter.mark("recount")
+    recount = answer.recount()(registry, setup, diff.changes)
+    meter.mark("reconcile")
     reconciliation = rec.reconcile(
         candidate=whole,
         serving=base,
         events=analysis.events,
-        recount=answer.recount()(registry, setup, diff.changes),
+        recount=recount,
         vanished=analysis.vanished,
         rewritten=months,
         thresholds=rec.Thresholds(plan.checks.max_residual_delta, plan.checks.max_changed_ratio),
@@ -303,6 +313,7 @@ def evaluate(
         layout=layout(answer),
         bounds=setup.bounds,
     )
+    meter.mark("decision")
     examples = reconciliation.examples()
     if examples:  # beside the sample of changes, where an erasure redacts them like the rest
         add_to_review(location, examples=examples)

@@ -51,6 +51,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from lakehouse.errors import InjectedFailure, ReplayError, ReplayRefusedError
+from lakehouse.meter import StepMeter
 from lakehouse.tables import Table, TableSize
 from lakehouse.tables.base import first_line, recorded_error
 from ledger.api import open_ledger
@@ -141,6 +142,7 @@ def run_replay(
     inputs stay protected from maintenance while it can resume
     (:mod:`workloads.replay.protection`).
     """
+    meter = StepMeter(registry.spark, "setup")
     chosen = fail_point(fail_at)
     policy = policy or load_protection_policy()
     days = history_days(policy, [plan.publication.rollback_window_days])
@@ -169,7 +171,7 @@ def run_replay(
     try:
         sync_protections(registry, clock, policy)  # its pins are kept while it can resume
         return _build_and_evaluate(
-            registry, setup, table, ledger.writer, size, built_at, chosen, rebuild, searched
+            registry, setup, table, ledger.writer, size, built_at, chosen, rebuild, searched, meter
         )
     except InjectedFailure:
         raise
@@ -232,9 +234,12 @@ def _build_and_evaluate(
     chosen: FailPoint | None,
     rebuild: bool,
     truth: TruthSearch,
+    meter: StepMeter,
 ) -> ReplayOutcome:
     plan, run_id = setup.plan, setup.run_id
+    meter.mark("analyse")
     analysis = analyse(registry, setup, built_at=built_at)
+    meter.mark("scope")
     scope = describe_scope(registry, setup, analysis, size)
     log.info(
         "run %s scope: %d affected entities, %d recomputed; supersede %d, retract %d, insert %d",
@@ -245,10 +250,12 @@ def _build_and_evaluate(
         scope.to_retract,
         scope.to_insert,
     )
+    meter.mark("candidate")
     candidate, resumed = build_candidate(table, setup, analysis, built_at=built_at, rebuild=rebuild)
     maybe_fail(chosen, FailPoint.AFTER_CANDIDATE, run_id)
-    evaluation = evaluate(registry, setup, table, writer, analysis, scope, candidate, chosen, truth)
+    evaluation = evaluate(registry, setup, table, writer, analysis, scope, candidate, chosen, truth, meter)
     state = run_state(run_id, LedgerReader.for_registry(registry).by_run(run_id))
+    steps = meter.close()
     log.info("run %s stops at %s", run_id, state.status)
     return ReplayOutcome(
         run_id=run_id,
@@ -269,6 +276,7 @@ def _build_and_evaluate(
         resumed=resumed,
         scope=scope,
         quality=evaluation.quality,
+        steps=steps,
     )
 
 

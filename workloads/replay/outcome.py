@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lakehouse.meter import StepCost
 from ledger.entries import ReconciliationDecision
 from workloads.evaluation import QualityReport
 from workloads.replay import scope as sc
@@ -47,6 +48,10 @@ class ReplayOutcome:
     quality: QualityReport | None = None
     """The old and the new version's quality against labelled truth, side by side (or why
     it was not measured); None for runs recorded before replays measured quality."""
+    steps: tuple[StepCost, ...] = ()
+    """Where this run's time went: wall seconds and Spark jobs per step (``setup``, ``analyse``,
+    ``scope``, ``candidate``, ``diff``, ``gate``, ``recount``, ``reconcile``, ``decision``);
+    empty for an outcome read back from the ledger (nothing was computed)."""
 
 
 def planned_notifications(plan: CorrectionPlan, run_id: str) -> tuple[dict[str, Any], ...]:

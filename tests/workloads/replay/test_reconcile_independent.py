@@ -83,6 +83,8 @@ class Judged:
     verified: Verified
     tampered: Verified
     unknown: Verified
+    again: Any
+    """The correct plan run again before its approval: its recorded outcome, nothing computed."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ def judged(
     invents = run_replay(registry, plan_to(9), engines=engines, clock=clock)
     unchanged = run_replay(registry, plan_to(2, event_from="2025-03-01"), engines=engines, clock=clock)
     correct = run_replay(registry, plan_to(2), engines=engines, clock=clock)
+    again = run_replay(registry, plan_to(2), engines=engines, clock=clock)
     approve(registry, correct.run_id, by="risk-lead", clock=clock)
     for consumer in ("fraud-ops", "analytics"):
         ack(registry, consumer, correct.run_id, by="oncall", clock=clock)
@@ -147,7 +150,7 @@ def judged(
     )
     gold.append(revived, run_id="late-writer")
     tampered = verify(correct.run_id)
-    yield Judged(lh, drops, invents, unchanged, correct, verified, tampered, unknown)
+    yield Judged(lh, drops, invents, unchanged, correct, verified, tampered, unknown, again)
     drop_all(registry)
 
 
@@ -241,3 +244,21 @@ def test_a_check_after_publication_agrees_then_finds_the_revived_pair_and_says_r
 def test_verifying_a_run_that_is_not_published_is_refused(judged: Judged) -> None:
     assert judged.unknown.code == 2, "an unknown run is bad input"
     assert "no replay run 'replay-0000000000000000'" in judged.unknown.stderr
+
+
+REPLAY_STEPS = ("setup", "analyse", "scope", "candidate", "diff", "gate", "recount", "reconcile", "decision")
+
+
+def test_a_replay_reports_its_wall_time_and_spark_jobs_per_step(judged: Judged) -> None:
+    """Issue 42: every replay that built names its steps in order, each with its seconds and the
+    Spark jobs it started (the jobs of the whole run add up from them); a rerun that only read
+    back its recorded outcome computed nothing and reports no step."""
+    for outcome in (judged.drops, judged.invents, judged.unchanged, judged.correct):
+        steps = outcome.steps
+        assert tuple(s.step for s in steps) == REPLAY_STEPS, outcome.run_id
+        assert all(s.seconds > 0 and s.spark_jobs >= 0 for s in steps)
+        by_step = {s.step: s.spark_jobs for s in steps}
+        assert by_step["analyse"] > 0, by_step
+        assert by_step["reconcile"] > 0, by_step
+    assert judged.again.run_id == judged.correct.run_id
+    assert judged.again.steps == ()
