@@ -90,6 +90,8 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
             ["correlation_type", "entity_a", "entity_b", "confidence", "engine"],
         ),
     ]
+    if medallion.stalled_feed is not None:
+        lines += _stalled_feed(medallion.stalled_feed)
     if medallion.stream is not None:
         lines += [
             "",
@@ -98,6 +100,9 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
         ]
     if medallion.divergence is not None:
         lines += ["", "batch reconciled the provisional rows:", *render_divergence(medallion.divergence)]
+    drift = report.chapters.drift
+    if drift is not None:
+        lines += _drift(drift)
     restated = report.chapters.restatement
     if restated is not None:
         lines += _restatement(restated)
@@ -111,6 +116,37 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
     if erased is not None:
         lines += _erasure(erased)
     return lines
+
+
+def _stalled_feed(stall: demo.StalledFeed) -> list[Block]:
+    from jobs.render import render_progress
+
+    held = stall.held
+    last = held.last_delivered.isoformat() if held.last_delivered else "never"
+    return [
+        "",
+        f"a feed stops delivering: the last {len(held.deliveries)} deliveries of {held.feed} held back "
+        f"({', '.join(held.deliveries)}; its last delivery {last}):",
+        *render_progress(stall.stalled),
+        "",
+        f"they arrive late: {stall.late.rows_written} rows ingested from "
+        f"{len(stall.late.ingested)} deliveries; progress at the same instant:",
+        *render_progress(stall.resumed),
+    ]
+
+
+def _drift(drift: demo.DriftRepair) -> list[Block]:
+    from jobs.render import render_reconcile
+
+    planted = ", ".join(f"{kind} {key}" for kind, key in drift.planted.items())
+    return [
+        "",
+        f"a drift between Bronze and Silver, planted by hand in silver.events ({planted}):",
+        *render_reconcile(drift.repair),
+        "",
+        "reconcile again:",
+        *render_reconcile(drift.recheck),
+    ]
 
 
 def _machine_learning(learnt: demo.MachineLearning) -> list[Block]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from jobs.common import Block, Context, Outcome, TableView
 from lakehouse.errors import UsageError
+from workloads.vocabulary import FEEDS
 
 if TYPE_CHECKING:
     from workloads.synthetic.generator import GenerationSummary
@@ -28,18 +30,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--months", type=int, default=6, help="months of history (default 6)")
     parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     parser.add_argument("--start", type=date.fromisoformat, default=date(2025, 1, 1), help="first day")
+    parser.add_argument(
+        "--hold-back",
+        choices=[f.value for f in FEEDS],
+        metavar="FEED",
+        help="a feed that stops delivering: its newest deliveries go to OUT/_held/FEED, not OUT/FEED "
+        "(move them back to deliver them late); lakehouse progress flags it",
+    )
+    parser.add_argument(
+        "--hold-back-days",
+        type=int,
+        default=3,
+        help="how many days of the held feed's newest deliveries are held back (default 3)",
+    )
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.silver.lateness import load_lateness_policy
     from workloads.synthetic.generator import GeneratorSettings, generate
+    from workloads.synthetic.holdback import hold_back
 
     out = args.out or ctx.config.workdir_path / "history"
+    if args.hold_back_days < 1:
+        raise UsageError(f"--hold-back-days must be at least 1, not {args.hold_back_days}")
     try:
         settings = GeneratorSettings(
             entities=args.entities, months=args.months, seed=args.seed, start=args.start
         )
         summary = generate(out, settings, ctx.progress, policy=load_lateness_policy())
+        if args.hold_back is not None:
+            summary = replace(summary, held=hold_back(out, args.hold_back, args.hold_back_days))
     except (ValueError, FileExistsError) as exc:
         raise UsageError(f"generate: {exc}") from None
     return Outcome(data=summary, lines=render_generation(summary))
@@ -70,6 +90,21 @@ def render_generation(summary: GenerationSummary) -> list[Block]:
         TableView(feeds, ["feed", "lines", "files", "fates"]),
         "",
         TableView(faults, ["fault", "count"]),
+        *_held_lines(summary),
+    ]
+
+
+def _held_lines(summary: GenerationSummary) -> list[Block]:
+    from workloads.synthetic.holdback import HELD_DIR
+
+    held = summary.held
+    if held is None:
+        return []
+    folder = summary.out_dir / HELD_DIR / held.feed
+    return [
+        "",
+        f"held back      : {len(held.deliveries)} deliveries of {held.feed} ({', '.join(held.deliveries)}) "
+        f"in {folder}; move them into {summary.out_dir / held.feed} to deliver them late",
     ]
 
 

@@ -1079,3 +1079,43 @@ def test_erase_binds_quotes_sql_and_wildcards_as_data_and_reaches_the_lakehouse_
     result = run("erase", *args, "--workdir", str(tmp_path / "empty"), env=NO_JVM)
     assert_refused_before_spark(result, "no lakehouse in")
     assert not (tmp_path / "empty").exists()
+
+
+def test_generate_holds_back_a_feed_and_refuses_a_bad_hold_before_writing(tmp_path: Path) -> None:
+    """``generate --hold-back FEED``: the feed's newest deliveries (3 days by default) go to
+    ``OUT/_held/FEED``, listed in the JSON summary and named in the text; moved back, they are the
+    files a plain run writes. An unknown feed or ``--hold-back-days 0`` is one line, exit 2,
+    nothing written (no JVM: ``generate`` never starts one)."""
+    plain_out, held_out = tmp_path / "plain", tmp_path / "held"
+    size = ("--entities", "5", "--months", "1", "--quiet")
+    assert run("generate", "--out", str(plain_out), *size, env=NO_JVM).returncode == 0
+    made = run("generate", "--out", str(held_out), *size, "--hold-back", "orders", "--json", env=NO_JVM)
+    assert made.returncode == 0, made.stderr
+    held = json.loads(made.stdout)["held"]
+    from datetime import date, timedelta
+
+    dates = sorted(date.fromisoformat(p.name) for p in (plain_out / "orders").iterdir())
+    last_days = [d.isoformat() for d in dates if d > dates[-1] - timedelta(days=3)]
+    assert held["feed"] == "orders"
+    assert held["deliveries"] == last_days, "every delivery of the feed's last 3 days"
+    assert held["newest"] == dates[-1].isoformat()
+    assert sorted(p.name for p in (held_out / "_held" / "orders").iterdir()) == held["deliveries"]
+    assert not set(held["deliveries"]) & {p.name for p in (held_out / "orders").iterdir()}
+    text = run("generate", "--out", str(tmp_path / "text"), *size[:-1], "--hold-back", "logins", env=NO_JVM)
+    assert "deliveries of logins" in text.stdout, text.stdout
+    for name in held["deliveries"]:
+        (held_out / "_held" / "orders" / name).rename(held_out / "orders" / name)
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    assert files(held_out) == files(plain_out), "released, the history is the one a plain run writes"
+
+    for args, message in (
+        (("--hold-back", "nope"), "argument --hold-back: invalid choice: 'nope'"),
+        (("--hold-back", "orders", "--hold-back-days", "0"), "--hold-back-days must be at least 1, not 0"),
+    ):
+        out = tmp_path / "refused"
+        result = run("generate", "--out", str(out), *size, *args, env=NO_JVM)
+        assert_refused_before_spark(result, message)
+        assert not out.exists(), "nothing written"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 from jobs.output import TableView, plain, render_plain
 from jobs.render import indented, render_asof, render_maintenance, render_replay, render_scope
@@ -193,3 +194,50 @@ def test_the_changes_table_shows_the_answer_tables_own_impact_figure() -> None:
     )
     assert view.columns == ["kind", "old", "new", "score"]
     assert view.rows[0]["score"] == "0.2 -> 0.7"
+
+
+def test_the_demo_draws_the_stalled_feed_and_the_repaired_drift() -> None:
+    """``lakehouse demo``'s operations blocks, from their records: the feed held back and both
+    progress judgements, the late ingest, the planted keys and both reconcile runs."""
+    from datetime import date, timedelta
+
+    from jobs.demo import _drift, _stalled_feed
+    from tests.jobs.test_reconcile_cli import report
+    from workloads.bronze.ingest import IngestReport, ManifestStatus
+    from workloads.operations import FeedStats, load_progress_policy, source_progress
+    from workloads.silver.lateness import load_lateness_policy
+    from workloads.synthetic.demo import DriftRepair, StalledFeed
+    from workloads.synthetic.holdback import HeldFeed
+
+    policy, lateness = load_progress_policy(), load_lateness_policy()
+
+    def judged(last_orders: datetime) -> Any:
+        stats = [FeedStats("orders", 10, 0, last_orders, last_orders), FeedStats("logins", 5, 5, AT, AT)]
+        return source_progress(stats, lateness, policy, AT)
+
+    held = HeldFeed("orders", ("2026-11-28", "2026-11-29"), date(2026, 11, 25), date(2026, 11, 29))
+    late = IngestReport(
+        feed="orders",
+        run_id="ingest-1",
+        manifests=(ManifestStatus("m1", "2026-11-28", ("a.jsonl",), 4, "ingested"),),
+        rows_written=4,
+    )
+    stall = StalledFeed(held, judged(AT - timedelta(days=4)), late, judged(AT - timedelta(hours=6)))
+    text = render_plain(_stalled_feed(stall))
+    assert (
+        "the last 2 deliveries of orders held back (2026-11-28, 2026-11-29; its last delivery 2026-11-25)"
+        in text
+    )
+    assert "STALLED: orders: no delivery for 96 h (expected within 48 h)" in text
+    assert "they arrive late: 4 rows ingested from 1 deliveries" in text
+    assert text.count("STALLED: orders") == 1, "cleared in the second judgement"
+
+    drift = DriftRepair(
+        {"missing": "o1", "divergent": "o2"},
+        report(missing=1, divergent=1, repaired=2, samples={"missing": ("o1",), "divergent": ("o2",)}),
+        report(),
+    )
+    text = render_plain(_drift(drift))
+    assert "planted by hand in silver.events (missing o1, divergent o2)" in text
+    assert "reconcile again:" in text
+    assert text.count("reconcile p by k") == 2

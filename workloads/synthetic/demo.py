@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +33,14 @@ if TYPE_CHECKING:
     from workloads.ml.tracking import Tracking
     from workloads.ml.training import TrainedModel
     from workloads.ml.training_set import TrainingSet
+    from workloads.operations import ProgressReport
+    from workloads.reconciliation.run import ReconcileReport
     from workloads.replay import ApprovalResult, PublishResult, ReplayOutcome, RollbackResult
     from workloads.replay.plan import CorrectionPlan
     from workloads.replay.scope import ReplayScope
     from workloads.silver.build import SilverReport
     from workloads.streaming import DivergenceView, StreamReport
+    from workloads.synthetic.holdback import HeldFeed
 
 Progress = Callable[[str], None]
 Gate = Callable[[str, Any], None]
@@ -68,6 +72,20 @@ class TableSummary:
 
 
 @dataclass(frozen=True)
+class StalledFeed:
+    """A feed that stopped delivering (seed 003): its newest deliveries held back while every
+    feed was ingested, ``lakehouse progress`` judged at its expected last delivery (it is
+    flagged, the others judged on their own cadence), then the held deliveries arrived late,
+    were ingested, and the same judgement cleared it."""
+
+    held: HeldFeed
+    stalled: ProgressReport
+    late: IngestReport
+    """The ingest of the held deliveries once they arrived."""
+    resumed: ProgressReport
+
+
+@dataclass(frozen=True)
 class Medallion:
     """generate -> ingest -> Silver -> Gold: each step's report and what the zones now hold."""
 
@@ -85,6 +103,21 @@ class Medallion:
     """``lakehouse stream --available-now`` over the newest deliveries, before the batch builds."""
     divergence: DivergenceView | None = None
     """Streaming against batch once the Gold build reconciled the provisional rows."""
+    stalled_feed: StalledFeed | None = None
+    """A feed held back at ingest, flagged by ``progress``, then delivered late."""
+
+
+@dataclass(frozen=True)
+class DriftRepair:
+    """A drift planted behind the product's back between Bronze and Silver (a lost write and a
+    changed value in ``silver.events``), found by ``lakehouse reconcile bronze.orders
+    silver.events --repair`` and repaired from Bronze within its rate limit; a second run
+    compares again and finds nothing."""
+
+    planted: Mapping[str, str]
+    """Class (``missing``, ``divergent``) -> the event id planted."""
+    repair: ReconcileReport
+    recheck: ReconcileReport
 
 
 @dataclass(frozen=True)
@@ -203,9 +236,10 @@ class Scored:
 
 @dataclass(frozen=True)
 class Chapters:
-    """The demo's chapters; all but ``medallion`` are None with ``--no-restate``."""
+    """The demo's chapters; all but ``medallion`` and ``drift`` are None with ``--no-restate``."""
 
     medallion: Medallion
+    drift: DriftRepair | None = None
     restatement: Restatement | StoppedRestatement | None = None
     rescoring: Rescoring | None = None
     machine_learning: MachineLearning | None = None
@@ -282,6 +316,7 @@ def medallion(
     from workloads.policies import load_streaming_policy
     from workloads.streaming import read_divergence, stream_home
     from workloads.synthetic.generator import FEEDS, GeneratorSettings, generate, load_lateness_policy
+    from workloads.synthetic.holdback import hold_back, release_held
 
     policy = load_lateness_policy()
     if not (history / "_ground_truth.json").is_file():
@@ -291,10 +326,15 @@ def medallion(
             GeneratorSettings(entities=settings.entities, months=settings.months, seed=settings.seed),
             policy=policy,
         )
+    for feed in FEEDS:  # deliveries an interrupted run held back arrive first
+        release_held(history, feed)
+    held = hold_back(history, STALLED_FEED, STALLED_DAYS)
+    progress(f"holding back the last {len(held.deliveries)} deliveries of {held.feed}: it stops delivering")
     ingested: dict[str, IngestReport] = {}
     for feed in FEEDS:
         progress(f"ingesting {feed}")
         ingested[feed] = run_ingest(registry, ledger, clock, feed=feed, source=history)
+    stalled_feed = stall_and_resume(registry, ledger, clock, history, held, progress)
     pins = dict(pinned or {})
     resolver = {name: v for name, v in pins.items() if name == RESOLVER}
     streaming = load_streaming_policy()
@@ -345,7 +385,84 @@ def medallion(
         top_correlations=tuple(correlations),
         stream=streamed,
         divergence=read_divergence(registry),
+        stalled_feed=stalled_feed,
     )
+
+
+STALLED_FEED = "orders"
+"""The feed the demo holds back: the busiest, so every other day of it has a delivery."""
+STALLED_DAYS = 3
+"""Deliveries of its last days held back: 3 days without one is past 2 x its 24-hour cadence."""
+
+
+def feed_progress(registry: TableRegistry, at: datetime) -> ProgressReport:
+    """``lakehouse progress --at AT`` with the shipped policies."""
+    from workloads.operations import load_progress_policy, read_feed_stats, source_progress
+    from workloads.silver.lateness import load_lateness_policy
+
+    policy = load_progress_policy()
+    stats = read_feed_stats(registry, at, policy.interval_hours)
+    return source_progress(stats, load_lateness_policy(), policy, at)
+
+
+def stall_and_resume(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    history: Path,
+    held: HeldFeed,
+    progress: Progress,
+) -> StalledFeed:
+    """``progress`` at six in the morning of the held feed's newest delivery (when it should
+    have arrived), then the held deliveries arrive and are ingested, then ``progress`` again."""
+    from workloads.pipeline import run_ingest
+    from workloads.synthetic.holdback import release_held
+
+    at = datetime.combine(held.newest, time(6), tzinfo=UTC)
+    progress(f"progress at {at.isoformat()}: is every feed delivering?")
+    stalled = feed_progress(registry, at)
+    release_held(history, held.feed)
+    progress(f"the held deliveries of {held.feed} arrive late: ingesting them")
+    late = run_ingest(registry, ledger, clock, feed=held.feed, source=history)
+    return StalledFeed(held=held, stalled=stalled, late=late, resumed=feed_progress(registry, at))
+
+
+PLANTED_MISSING = 0
+PLANTED_DIVERGENT = 1
+"""Which Silver orders (in event id order) the planted drift loses and changes."""
+
+
+def drift_repair(registry: TableRegistry, ledger: Ledger, clock: Clock, progress: Progress) -> DriftRepair:
+    """Plant a drift in ``silver.events`` (an operator's hand: one order row deleted, another's
+    amount changed), then ``reconcile bronze.orders silver.events --repair`` and again.
+
+    The staleness window is 0 here: the demo's deliveries were ingested seconds ago, and the
+    shipped window (``reconcile.staleness_seconds``) would leave every difference pending.
+    """
+    from decimal import Decimal
+
+    from pyspark.sql import functions as F
+
+    from workloads.reconciliation.pairs import resolve_pair
+    from workloads.reconciliation.run import load_reconcile_policy, reconcile
+
+    silver = registry.get("silver.events")
+    orders = silver.read().where(F.col("domain") == "orders").select("event_id").orderBy("event_id")
+    ids = [str(r["event_id"]) for r in orders.limit(2).collect()]
+    lost, changed = ids[PLANTED_MISSING], ids[PLANTED_DIVERGENT]
+    kept = silver.read().where(F.col("event_id") == changed).localCheckpoint()
+    progress(f"planting a drift in silver.events: order {lost} lost, order {changed} changed by hand")
+    silver.delete_where(f"event_id IN ('{lost}', '{changed}')", run_id="demo-operator")
+    wrong = F.coalesce(F.col("amount"), F.lit(0)) + F.lit(Decimal("100.00"))
+    changed_row = kept.withColumn("amount", wrong.cast(kept.schema["amount"].dataType))
+    silver.append(changed_row, run_id="demo-operator")
+    pair = resolve_pair(registry.config, "bronze.orders", "silver.events", None)
+    policy = load_reconcile_policy().model_copy(update={"staleness_seconds": 0})
+    progress("reconcile bronze.orders silver.events --repair")
+    repaired = reconcile(registry, ledger, clock, pair, policy=policy, repair=True, progress=progress)
+    progress("reconcile bronze.orders silver.events (again)")
+    recheck = reconcile(registry, ledger, clock, pair, policy=policy, progress=progress)
+    return DriftRepair(planted={"missing": lost, "divergent": changed}, repair=repaired, recheck=recheck)
 
 
 def demo_catalog_path(config: LakehouseConfig) -> Path:
@@ -574,13 +691,21 @@ def run_demo(
     story = medallion(
         registry, ledger, clock, workdir / "history", settings, progress, gate, pins, engines_path=catalog
     )
+    drift = drift_repair(registry, ledger, clock, progress)
     restated = rescored = learnt = erased = None
     if settings.restate:
         restated = restatement(registry, ledger, clock, progress, engines_path=catalog)
         rescored = rescoring(registry, ledger, clock, progress, engines_path=catalog)
         learnt = machine_learning(registry, ledger, clock, workdir, progress, engines_path=catalog)
         erased = erasure(registry, ledger, clock, workdir / "history", progress)
-    chapters = Chapters(story, restated, rescored, learnt, erased)
+    chapters = Chapters(
+        medallion=story,
+        drift=drift,
+        restatement=restated,
+        rescoring=rescored,
+        machine_learning=learnt,
+        erasure=erased,
+    )
     return DemoReport(tables=describe_tables(registry), chapters=chapters)
 
 

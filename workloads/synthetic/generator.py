@@ -40,6 +40,7 @@ from workloads.synthetic.events import EventGenerator
 from workloads.synthetic.faults import FATES, FAULT_KINDS, FateRules, Fault, FaultPlan, expected_fate
 from workloads.synthetic.feeds import SCHEMAS, EventIds
 from workloads.synthetic.ground_truth import GROUND_TRUTH_FILE, ground_truth_document, write_ground_truth
+from workloads.synthetic.holdback import HeldFeed
 from workloads.synthetic.planting import Planter
 from workloads.synthetic.population import Population, build_population
 from workloads.synthetic.seeds import sub_seed
@@ -121,6 +122,8 @@ class GenerationSummary:
     rings: int
     first_delivery: date
     last_delivery: date
+    held: HeldFeed | None = None
+    """A feed whose newest deliveries were held back after writing (``generate --hold-back``)."""
 
 
 def generate(
