@@ -5,8 +5,9 @@ gold -> build silver under ER v2, whose card rule gives a ring one entity id), t
 members erased in turn, each with its dry run and its certificate verified again: one whose
 own v1 id names the ring (re-keyed in the other members' rows), one who borrowed another
 member's id (left in theirs); then a person outside the rings erased by entity id
-(``erase --entity``). Apart from the CLI history, so that both fit the suite's
-per-test ceiling and run on the two workers side by side.
+(``erase --entity``), and an address made of SQL wildcards that names nobody. Apart from the
+CLI history, so that both fit the suite's per-test ceiling and run on the two workers side by
+side.
 """
 
 from __future__ import annotations
@@ -84,6 +85,11 @@ def history(
     run("erase-by-entity-verify", "erase", "--verify", cert)
     alone["after"] = entity_rows(spark_session, config, alone)
     ring["by_entity"] = alone
+    # LIKE's wildcards are plain characters of an address: this one names nobody
+    wildcard = f"%@{common_domain(spark_session, config)}"
+    before = table_rows(spark_session, config)
+    run("erase-wildcard", "erase", "--subject-email", wildcard, *request_args("REQ-WILD-1"))
+    ring["wildcard"] = {"address": wildcard, "before": before, "after": table_rows(spark_session, config)}
     yield RingHistory(run.steps, config, spark_session, ring)
     from lakehouse.tables import TableRegistry
 
@@ -170,6 +176,47 @@ def test_a_subject_given_by_entity_id_is_erased_and_verified(history: RingHistor
 
     registry = TableRegistry(history.spark, history.config)
     assert files_naming(registry, [alone["entity"], *alone["emails"]]) == []
+
+
+def test_an_address_of_sql_wildcards_is_bound_as_data_and_erases_nothing(history: RingHistory) -> None:
+    """Issue 37, hostile subjects on the product path: ``%@<the commonest domain>`` would match
+    every address of that domain as a LIKE pattern. As an address it names nobody: exit 0, a
+    certificate that erased no table, a clean scan, and every table (the ledger aside, which
+    records the request) holds exactly the rows it held."""
+    step = history.steps["erase-wildcard"]
+    assert step.code == 0, step.stderr[-1500:]
+    wildcard = history.ring["wildcard"]
+    assert wildcard["address"].startswith("%@")
+    certificate = step.data["certificate"]
+    assert certificate["tables"] == {}
+    assert certificate["verification"]["hits"] == []
+    assert not any(t["versions"] or t["candidates"] for t in step.data["places"]["tables"])
+    assert wildcard["after"] == wildcard["before"]
+    assert sum(wildcard["before"].values()) > 0
+
+
+def common_domain(spark: Any, config: LakehouseConfig) -> str:
+    """The domain most of Silver's addresses share."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    silver = TableRegistry(spark, config).get("silver.events").read()
+    domain = F.substring_index(F.lower(F.trim("customer_email")), "@", -1).alias("domain")
+    rows = silver.where(F.col("customer_email").isNotNull()).groupBy(domain).count()
+    return str(rows.orderBy(F.desc("count"), "domain").first()["domain"])
+
+
+def table_rows(spark: Any, config: LakehouseConfig) -> dict[str, int]:
+    """Every existing table's rows, the ledger aside."""
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(spark, config)
+    return {
+        t.name: t.read().count()
+        for t in registry
+        if t.name != "ops.ledger" and t.exists() and t.current_version() is not None
+    }
 
 
 def request_args(request: str) -> tuple[str, ...]:
