@@ -194,6 +194,8 @@ def test_the_erasure_chapter_certifies_checks_again_and_asof_shows_the_subject_r
     certificate = erased["certificate"]
     found = {t["table"]: t for t in erased["dry_run"]["tables"] if t["current_rows"]}
     assert {"silver.events", "gold.correlations"} <= set(found), "the dry run found the subject"
+    ml = {"gold.training_sets", "gold.fraud_scores"}
+    assert ml <= set(found), "issue 37: a subject the ML chapter trained on and scored"
     assert set(certificate["tables"]) >= set(found), "erased wherever the dry run found it"
     assert certificate["verification"]["hits"] == []
     assert erased["recheck"]["hits"] == []
