@@ -51,17 +51,9 @@ class StepMeter:
         self._open = (step, time.monotonic(), newest_job_id(self._spark))
 
     def close(self) -> tuple[StepCost, ...]:
-        """End the current step; every step so far, in order (a step marked twice adds up)."""
+        """End the current step; every step so far, in order."""
         self._end()
-        merged: dict[str, StepCost] = {}
-        for cost in self._done:
-            seen = merged.get(cost.step)
-            merged[cost.step] = (
-                cost
-                if seen is None
-                else StepCost(cost.step, seen.seconds + cost.seconds, seen.spark_jobs + cost.spark_jobs)
-            )
-        return tuple(merged.values())
+        return tuple(self._done)
 
     def _end(self) -> None:
         if self._open is None:

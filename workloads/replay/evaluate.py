@@ -218,8 +218,8 @@ def evaluate(
     scope: ReplayScope,
     candidate: Candidate,
     chosen: FailPoint | None,
-    truth: TruthSearch | None = None,
-    meter: StepMeter | None = None,
+    truth: TruthSearch | None,
+    meter: StepMeter,
 ) -> Evaluation:
     """Diff, review, manifest, reconciliation and decision of a built candidate (module docstring).
 
@@ -229,7 +229,6 @@ def evaluate(
     ``decision``).
     """
     plan, run_id, answer = setup.plan, setup.run_id, setup.answer
-    meter = meter or StepMeter(registry.spark, "diff")
     meter.mark("diff")
     months = list(scope.changed_partitions)
     diff, whole, base = diff_candidate(table, candidate, run_id, months, answer)

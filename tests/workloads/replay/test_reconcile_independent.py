@@ -31,6 +31,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from lakehouse.config import LakehouseConfig
+from lakehouse.meter import newest_job_id
 from ledger.clock import FixedClock
 from ledger.entries import ReconciliationDecision
 from tests.cli_runner import instance_env, run_cli
@@ -85,6 +86,8 @@ class Judged:
     unknown: Verified
     again: Any
     """The correct plan run again before its approval: its recorded outcome, nothing computed."""
+    correct_jobs: int
+    """The Spark jobs the correct plan's replay started, counted around the call."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,9 @@ def judged(
     drops = run_replay(registry, plan_to(8), engines=engines, clock=clock)
     invents = run_replay(registry, plan_to(9), engines=engines, clock=clock)
     unchanged = run_replay(registry, plan_to(2, event_from="2025-03-01"), engines=engines, clock=clock)
+    first_job = newest_job_id(spark_session)
     correct = run_replay(registry, plan_to(2), engines=engines, clock=clock)
+    correct_jobs = newest_job_id(spark_session) - first_job
     again = run_replay(registry, plan_to(2), engines=engines, clock=clock)
     approve(registry, correct.run_id, by="risk-lead", clock=clock)
     for consumer in ("fraud-ops", "analytics"):
@@ -150,7 +155,7 @@ def judged(
     )
     gold.append(revived, run_id="late-writer")
     tampered = verify(correct.run_id)
-    yield Judged(lh, drops, invents, unchanged, correct, verified, tampered, unknown, again)
+    yield Judged(lh, drops, invents, unchanged, correct, verified, tampered, unknown, again, correct_jobs)
     drop_all(registry)
 
 
@@ -260,5 +265,6 @@ def test_a_replay_reports_its_wall_time_and_spark_jobs_per_step(judged: Judged) 
         by_step = {s.step: s.spark_jobs for s in steps}
         assert by_step["analyse"] > 0, by_step
         assert by_step["reconcile"] > 0, by_step
+    assert sum(s.spark_jobs for s in judged.correct.steps) == judged.correct_jobs, "the steps cover the run"
     assert judged.again.run_id == judged.correct.run_id
     assert judged.again.steps == ()
