@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "training-set": "jobs.training_set",
     "train": "jobs.train",
     "score": "jobs.score",
+    "communities": "jobs.communities",
     "calibrate": "jobs.calibrate",
     "calibration-at": "jobs.calibration",
     "reindex": "jobs.reindex",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ledger import ErasureCertificate, ErasureVerification
     from workloads.asof import AsOfAnswer, EntityHistory
     from workloads.bronze.ingest import IngestReport
+    from workloads.communities import CommunityBuild
     from workloads.compliance import ErasureResult
     from workloads.compliance.extract import ExtractResult
     from workloads.evaluation import QualityReport
@@ -118,6 +119,36 @@ def render_gold(report: GoldReport) -> list[str]:
         counts = ", ".join(f"{outcome} {n}" for outcome, n in p.outcomes.items())
         lines.append(f"provisional rows reconciled against batch: {counts}")
         lines += [f"FLAGGED: {scope}: streaming precision below its threshold" for scope in p.flagged]
+    return lines
+
+
+def render_communities(result: CommunityBuild) -> list[str]:
+    """``lakehouse communities``: what the release found, what it wrote, and how it measured."""
+    how = "iterations" if result.method == "label_propagation" else "rounds"
+    version = "(empty)" if result.version is None else result.version
+    lines = [
+        f"communities run {result.run_id} ({result.engine}, {result.method} over correlations of "
+        f"confidence >= {result.min_confidence:g}, gold.correlations@{result.correlations_version}): "
+        f"{result.entities} entities, {result.communities} communities of 2 or more "
+        f"(largest {result.largest}); "
+        f"{result.iterations} {how}{'' if result.settled else ' (not settled)'}, "
+        f"PageRank in {result.pagerank_iterations} iterations",
+        f"{result.table}@{version}: {result.inserted} inserted, "
+        f"{result.regrouped} regrouped or rescored (earlier rows superseded), "
+        f"{result.retracted} retracted, {result.unchanged} unchanged; "
+        f"content hash {result.content_hash[:16]}",
+    ]
+    if result.quality is None:
+        lines.append(f"against the true rings: not measured ({result.quality_note})")
+    else:
+        q = result.quality
+        lines.append(
+            f"against the true rings ({q.ring_members} ring members): adjusted Rand index "
+            f"{q.adjusted_rand_index:.3f}, pair precision {q.pairs.precision:.3f}, "
+            f"recall {q.pairs.recall:.3f}, "
+            f"mean share captured {q.mean_share:.3f}; {q.false_communities} false communities "
+            f"({q.false_community_persons} persons) outside rings and households"
+        )
     return lines
 
 

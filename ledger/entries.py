@@ -218,6 +218,25 @@ class CalibrationMeasured(_InRun):
     """Scopes whose ECE exceeded their threshold."""
 
 
+class CommunitiesMeasured(_InRun):
+    """How well one community release's communities recovered the true rings.
+
+    One per ``lakehouse communities`` run: ``basis = ground_truth`` with the figures
+    (``workloads.evaluation.communities.CommunityQuality.to_dict``: adjusted Rand index,
+    pairwise precision and recall over ring members, each ring's share in its best community,
+    false communities outside rings and households) when the data has labelled truth;
+    otherwise ``basis = none`` and the reason in ``note``. Figures and ring names only,
+    never an identifier.
+    """
+
+    kind: Literal["communities_measured"] = "communities_measured"
+    engine: str
+    table: str
+    basis: Literal["ground_truth", "none"]
+    note: str = ""
+    report: dict[str, JsonValue] = Field(default_factory=dict)
+
+
 class Approval(_InRun):
     """A person approved (or rejected) a run's candidate for publication."""
 
@@ -475,6 +494,7 @@ LedgerEntry = Annotated[
     | ReconciliationDecision
     | QualityComparison
     | CalibrationMeasured
+    | CommunitiesMeasured
     | Approval
     | Publication
     | Supersession
@@ -498,6 +518,7 @@ ENTRY_TYPES: tuple[type[LedgerEntryBase], ...] = (
     ReconciliationDecision,
     QualityComparison,
     CalibrationMeasured,
+    CommunitiesMeasured,
     Approval,
     Publication,
     Supersession,

@@ -355,6 +355,12 @@ class Lifecycle:
     republished: Any
     rows_republished: dict[tuple[str, str], dict[str, Any]]
     late_rollback: LakehouseError
+    communities_before: Any
+    """``lakehouse communities`` over the v1 correlations, before the replay (and its rows)."""
+    community_rows_before: dict[str, list[dict[str, Any]]]
+    communities_after: Any
+    """The same over the republished ER v2 correlations (and every row version by entity)."""
+    community_rows_after: dict[str, list[dict[str, Any]]]
 
     @property
     def registry(self) -> Any:
@@ -376,6 +382,8 @@ def live_lifecycle(lh: Any, engines: EngineCatalog, history: Path) -> Lifecycle:
     built = build(lh, clock, history)
     gold = built.gold
     known = sorted(lh.config.tables)
+    communities_before = communities_run(lh, clock)
+    community_rows_before = community_rows(lh)
     before_replay = clock.now()
     served = rows(gold)
     answer_before = asof(SparkReader(registry), GOLD, before_replay, known_tables=known, entity=PROMO)
@@ -416,6 +424,7 @@ def live_lifecycle(lh: Any, engines: EngineCatalog, history: Path) -> Lifecycle:
     rows_republished = rows(gold)
     late_clock = FixedClock(republished.effective_at + timedelta(days=31))
     late = refusal(lambda: rollback(registry, out.run_id, clock=late_clock))
+    communities_after = communities_run(lh, clock)
     return Lifecycle(
         lakehouse=lh,
         built=built,
@@ -443,4 +452,29 @@ def live_lifecycle(lh: Any, engines: EngineCatalog, history: Path) -> Lifecycle:
         republished=republished,
         rows_republished=rows_republished,
         late_rollback=late,
+        communities_before=communities_before,
+        community_rows_before=community_rows_before,
+        communities_after=communities_after,
+        community_rows_after=community_rows(lh),
     )
+
+
+def communities_run(lh: Any, clock: Clock) -> Any:
+    """``lakehouse communities`` under the shipped ``community@1`` as connected components at
+    threshold 0 (every correlation of the tiny history is an edge, so every group is known
+    in advance), as a recorded run."""
+    from ledger.engines.catalog import EngineSpec
+    from workloads.communities import run_communities
+
+    spec = load_engines(REPO / "conf" / "engines.yaml").resolve("community", 1)
+    parameters = {**spec.parameters, "min_confidence": 0.0, "method": "connected_components"}
+    spec = EngineSpec.model_validate({**spec.model_dump(), "parameters": parameters})
+    return run_communities(lh.registry, open_ledger(lh.registry, clock=clock), clock, spec)
+
+
+def community_rows(lh: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every row version of ``gold.communities`` by entity, oldest first."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in lh.registry.get("gold.communities").read().orderBy("recorded_at").collect():
+        found.setdefault(row["entity_id"], []).append(row.asDict())
+    return found

@@ -22,7 +22,7 @@ WORKLOAD_ORDER = [
     {"silver"},
     {"gold"},
     {"replay", "asof", "operations", "streaming"},
-    {"ml"},
+    {"ml", "communities"},
     {"compliance"},
     {"maintenance"},
     {"reconciliation"},

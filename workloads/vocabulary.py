@@ -211,6 +211,7 @@ class TableName(StrEnum):
     PROVISIONAL_CORRELATIONS = "gold.provisional_correlations"
     TRAINING_SETS = "gold.training_sets"
     FRAUD_SCORES = "gold.fraud_scores"
+    COMMUNITIES = "gold.communities"
     CALIBRATION_REPORTS = "gold.calibration_reports"
     MANIFESTS = "ops.manifests"
     QUARANTINE = "ops.quarantine"

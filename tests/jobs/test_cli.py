@@ -174,6 +174,7 @@ def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> 
         "correlation@2": "ok",
         "entity_daily@1": "ok",
         "baselines@1": "ok",
+        "community@1": "ok",
     }
     assert "starting Spark" not in result.stderr
 
@@ -186,6 +187,31 @@ def test_engines_list_checks_every_fingerprint_without_spark(tmp_path: Path) -> 
     codes = {e["engine"]: e["code"] for e in json.loads(result.stdout)["engines"]}
     assert [engine for engine, code in codes.items() if code != "ok"] == ["entity_resolution@1"]
     assert codes["entity_resolution@1"].startswith("CHANGED")
+
+
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        ("min_confidence: 1.5", "min_confidence must be a number from 0 to 1, not 1.5"),
+        ("min_confidence: -0.5", "min_confidence must be a number from 0 to 1, not -0.5"),
+        ("method: louvain", "method must be one of label_propagation, connected_components, not 'louvain'"),
+    ],
+)
+def test_a_community_release_s_bad_parameter_is_refused_before_a_jvm_starts(
+    tmp_path: Path, declared: str, message: str
+) -> None:
+    shipped = (REPO / "conf" / "engines.yaml").read_text(encoding="utf-8")
+    community = shipped.index("  - name: community\n")
+    key = declared.split(":")[0]
+    start = shipped.index(f"      {key}: ", community)
+    end = shipped.index("\n", start)
+    engines = tmp_path / "engines.yaml"
+    engines.write_text(shipped[:start] + f"      {declared}" + shipped[end:], encoding="utf-8")
+    lake = tmp_path / "lake"
+    (lake / "warehouse").mkdir(parents=True)
+    result = run("communities", "--engines", str(engines), "--workdir", str(lake), env=NO_JVM)
+    assert_refused_before_spark(result, message)
+    assert sorted(lake.rglob("*")) == [lake / "warehouse"], "nothing was written"
 
 
 def tampered_engines(tmp_path: Path) -> Path:
@@ -442,6 +468,9 @@ DECLARED = (
         (("train", "--training-set", "gold.training_sets"), "argument --training-set: 'gold.training_sets'"),
         (("score", "--training-set", "latest"), "argument --training-set: 'latest' is not a training set id"),
         (("demo", "--entities", "0"), "argument --entities: expected a whole number of at least 1, got '0'"),
+        (("communities", "--engine", "community@9"), "--engine community@9: "),
+        (("communities", "--engine", "correlation@1"), "--engine correlation@1 is not a community release"),
+        (("communities", "--truth", "{lake}/t.json"), "{lake}/t.json: labelled truth file not found"),
         (("engines", "declare", "--name", "a-b", *DECLARED), "--name 'a-b': an engine's name is a plain"),
         (
             ("engines", "declare", "--name", "x", "--implementation", "x", *DECLARED[2:]),

@@ -16,6 +16,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +60,15 @@ def history(
         run(f"ingest-{feed}", "ingest", "--feed", feed, "--source", str(deliveries))
     run("build-silver", "build", "silver", "--engine", "entity_resolution@1")
     run("build-gold", "build", "gold")
+    run("communities", "communities")
+    run("communities-again", "communities")
     silver_v1 = silver_version(spark_session, config)
     run("build-silver-er-v2", "build", "silver", "--engine", "entity_resolution@2")
     ring = ring_subjects(spark_session, config, deliveries, silver_v1)
+    known = datetime.now(UTC).isoformat()
+    for reader in ("spark", "pyiceberg"):
+        member = ("asof", "gold.communities", "--at", known, "--entity", ring["named"]["entity"])
+        run(f"asof-communities-{reader}", *member, "--reader", reader)
     for kind, request in (("named", "REQ-RING-1"), ("borrowing", "REQ-RING-2")):
         address = ring[kind]["email"]
         run(f"erase-ring-{kind}-dry-run", "erase", "--subject-email", address, "--dry-run")
@@ -103,6 +110,53 @@ def test_the_history_before_the_erasures_exits_0(history: RingHistory) -> None:
     }
 
 
+def test_communities_find_the_planted_rings_measured_recorded_and_stable_on_a_rerun(
+    history: RingHistory,
+) -> None:
+    """Issue 43: ``lakehouse communities`` over the history's correlations groups each planted
+    ring's observed members into one community with no outsider, measured against the
+    generator's truth and recorded in the ledger (figures only); the same graph again writes
+    nothing and gives the same hash; ``asof`` answers a member's community by both routes."""
+    names = ("communities", "communities-again", "asof-communities-spark", "asof-communities-pyiceberg")
+    assert {n: history.steps[n].code for n in names} == dict.fromkeys(names, 0), {
+        n: history.steps[n].stderr[-1500:] for n in names if history.steps[n].code
+    }
+    first, again = history.steps["communities"].data, history.steps["communities-again"].data
+    assert first["entities"] == first["inserted"] > 0
+    quality = first["quality"]
+    assert quality is not None, first["quality_note"]
+    assert quality["ring_members"] >= 2
+    assert quality["adjusted_rand_index"] == 1.0
+    assert all(r["captured"] == r["members"] and r["outsiders"] == 0 for r in quality["rings"]), quality
+    assert quality["false_communities"] == 0, "households aside, no community outside the rings"
+    assert (again["inserted"], again["regrouped"], again["retracted"]) == (0, 0, 0)
+    assert again["unchanged"] == first["entities"]
+    assert (again["content_hash"], again["version"]) == (first["content_hash"], first["version"])
+
+    from lakehouse.tables import TableRegistry
+    from ledger.entries import CommunitiesMeasured
+    from ledger.reader import LedgerReader
+
+    registry = TableRegistry(history.spark, history.config)
+    measured = [
+        e
+        for e in LedgerReader.for_registry(registry).entries(kind="communities_measured")
+        if isinstance(e, CommunitiesMeasured) and e.run_id == first["run_id"]
+    ]
+    assert [(m.basis, m.engine, m.report["adjusted_rand_index"]) for m in measured] == [
+        ("ground_truth", "community@1", 1.0)
+    ]
+    assert {r["best_community"] for r in measured[0].report["rings"]} == {""}, "no community name"
+
+    member = history.ring["named"]["entity"]
+    for reader in ("spark", "pyiceberg"):
+        answer = history.steps[f"asof-communities-{reader}"].data
+        assert answer["routes_agree"], reader
+        assert [r["entity_id"] for r in answer["rows"]] == [member], reader
+        assert answer["rows"][0]["community_id"].startswith("cm-")
+        assert answer["rows"][0]["size"] >= 2, "a ring member's community holds its ring"
+
+
 def test_planted_ring_members_are_erased_and_verified_whatever_they_share(history: RingHistory) -> None:
     """Issue 37, under ER v2 (a ring is one entity): erasing a ring member exits 0 and verifies.
     The member whose own v1 id names the ring: that id is found nowhere afterwards, and the
@@ -125,6 +179,7 @@ def test_planted_ring_members_are_erased_and_verified_whatever_they_share(histor
     assert certificate["verification"]["hits"] == []
     assert history.steps["erase-ring-named-verify"].data["hits"] == []
     assert "entity_id" in certificate["tables"]["silver.events"]["redacted"]
+    assert "gold.communities" in certificate["tables"], "the member's community row went too"
     assert after["named"]["subject_rows"] == 0
     assert after["named"]["rows_under_entity"] == 0, "the old id is gone from Silver"
     assert after["named"]["daily_under_entity"] == 0, "and from Gold (a shared entity's daily rows go)"

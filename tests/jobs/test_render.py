@@ -8,7 +8,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jobs.output import TableView, plain, render_plain
-from jobs.render import indented, render_asof, render_maintenance, render_replay, render_scope
+from jobs.render import (
+    indented,
+    render_asof,
+    render_communities,
+    render_maintenance,
+    render_replay,
+    render_scope,
+)
 from workloads.asof import AsOfAnswer, Route
 from workloads.maintenance import MaintenanceReport, TableMaintenance
 from workloads.replay import ReplayOutcome
@@ -241,3 +248,53 @@ def test_the_demo_draws_the_stalled_feed_and_the_repaired_drift() -> None:
     assert "planted by hand in silver.events (missing o1, divergent o2)" in text
     assert "reconcile again:" in text
     assert text.count("reconcile p by k") == 2
+
+
+def test_communities_say_what_was_found_written_and_measured_or_why_not() -> None:
+    from workloads.communities import CommunityBuild
+    from workloads.evaluation.communities import community_quality
+
+    quality = community_quality(
+        "community@1",
+        {"e1": "cm-1", "e2": "cm-1", "e3": "cm-2", "e4": "cm-2"},
+        {"p1": "e1", "p2": "e2", "p3": "e3", "p4": "e4"},
+        {"R1": ["p1", "p2"]},
+    )
+    built = CommunityBuild(
+        run_id="communities-1",
+        engine="community@1",
+        method="label_propagation",
+        min_confidence=0.5,
+        correlations_version=7,
+        table="gold.communities",
+        version=3,
+        entities=4,
+        communities=2,
+        largest=2,
+        iterations=3,
+        settled=True,
+        pagerank_iterations=7,
+        inserted=1,
+        regrouped=2,
+        retracted=1,
+        unchanged=1,
+        content_hash="ab" * 32,
+        quality=quality,
+        quality_note="labelled truth t.json",
+    )
+    lines = render_communities(built)
+    assert lines[0].startswith("communities run communities-1 (community@1, label_propagation over ")
+    assert "4 entities, 2 communities of 2 or more (largest 2); 3 iterations, PageRank in 7" in lines[0]
+    assert lines[1] == (
+        "gold.communities@3: 1 inserted, 2 regrouped or rescored (earlier rows superseded), "
+        "1 retracted, 1 unchanged; content hash abababababababab"
+    )
+    assert lines[2].startswith("against the true rings (2 ring members): adjusted Rand index 1.000")
+    assert "1 false communities (2 persons)" in lines[2], "p3 and p4 together, outside every ring"
+    unmeasured = render_communities(
+        replace(built, quality=None, quality_note="no labelled truth"),
+    )
+    assert unmeasured[2] == "against the true rings: not measured (no labelled truth)"
+    assert "(not settled)" in render_communities(replace(built, settled=False))[0]
+    nothing = replace(built, version=None, entities=0, inserted=0, regrouped=0, retracted=0, unchanged=0)
+    assert render_communities(nothing)[1].startswith("gold.communities@(empty): 0 inserted")

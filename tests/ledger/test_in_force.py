@@ -199,9 +199,11 @@ def test_a_catalog_without_a_version_that_produced_output_is_refused(tmp_path: P
 
 def test_consumes_and_produces_derive_the_downstream_chain_of_the_shipped_engines() -> None:
     catalog = load_engines(REPO / "conf" / "engines.yaml")
-    assert catalog.downstream("entity_resolution") == ["correlation", "entity_daily", "baselines"]
+    chain = ["correlation", "entity_daily", "community", "baselines"]
+    assert catalog.downstream("entity_resolution") == chain
     assert catalog.downstream("entity_daily") == ["baselines"]
-    assert catalog.downstream("correlation") == []
+    assert catalog.downstream("correlation") == ["community"], "communities group the correlations"
+    assert catalog.downstream("community") == []
     baselines = catalog.resolve("baselines", 1)
     assert (baselines.consumes, baselines.produces) == (("gold.entity_daily",), ("gold.baselines",))
     for engine in catalog.engines:  # nothing applies reference data or a model yet: empty on purpose

@@ -46,6 +46,7 @@ from ledger.entries import (
     Approval,
     AuditExtract,
     CalibrationMeasured,
+    CommunitiesMeasured,
     DiffManifest,
     EngineDeclared,
     ErasedIn,
@@ -195,6 +196,14 @@ def one_of_each_kind() -> list[LedgerEntryBase]:
             table="gold.correlations",
             erased=ErasedIn(rows=2, redacted=("entity_a",), version=5, versions_purged=(3, 4)),
         ),
+        CommunitiesMeasured(
+            run_id="r4",
+            engine="community@1",
+            table="gold.communities",
+            basis="ground_truth",
+            note="labelled truth t.json",
+            report={"adjusted_rand_index": 1.0, "rings": [{"ring": "R1", "best_community": ""}]},
+        ),
         CalibrationMeasured(
             run_id="r4",
             engine="correlation@1",
@@ -273,6 +282,7 @@ def test_every_kind_round_trips_through_its_canonical_body() -> None:
         "erasure_progress",
         "legal_hold",
         "calibration_measured",
+        "communities_measured",
         "maintenance",
         "audit_extract",
     } <= set(KINDS)

@@ -89,6 +89,7 @@ RULES: Final[Mapping[str, str]] = {
     TableName.OUTBOX: f"arrays_overlap({_tokens_of('payload')}, s.tokens)",
     TableName.TRAINING_SETS: f"{_OWN_ENTITY} OR array_contains(s.orders, t.decision_id)",
     TableName.FRAUD_SCORES: f"{_OWN_ENTITY} OR array_contains(s.orders, t.decision_id)",
+    TableName.COMMUNITIES: _OWN_ENTITY,
 }
 """Which rows of a table are the subject's: a condition over ``t`` (the row) and ``s`` (the key
 row). Tables not listed hold nothing about a subject (manifests, acknowledgements) or must
@@ -102,6 +103,7 @@ ENTITY_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
     TableName.PROVISIONAL_CORRELATIONS: ("entity_a", "entity_b"),
     TableName.TRAINING_SETS: ("entity_id",),
     TableName.FRAUD_SCORES: ("entity_id",),
+    TableName.COMMUNITIES: ("entity_id",),
 }
 """The entity-id columns of each table whose rows are one event, one pair or one decision: a
 shared id of the subject is re-keyed in them in the rows that remain (:data:`TREATMENTS`).

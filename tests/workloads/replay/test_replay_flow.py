@@ -33,7 +33,7 @@ from lakehouse.digest import canonical_hash
 from lakehouse.errors import InjectedFailure, PublicationHeldError, ReplayRefusedError
 from ledger.clock import FixedClock
 from ledger.engines import EngineCatalog
-from ledger.entries import Notification, Publication, ReconciliationDecision, Rollback
+from ledger.entries import CommunitiesMeasured, Notification, Publication, ReconciliationDecision, Rollback
 from tests.replay_history import (
     ANN,
     BOB,
@@ -52,6 +52,7 @@ from tests.replay_history import (
     plan_with,
     rows,
     seed,
+    v1_id,
 )
 from workloads.replay import (
     FailPoint,
@@ -279,3 +280,42 @@ def test_a_comparison_reruns_identically_never_publishes_and_a_tampered_candidat
     assert [d.verdict for d in decisions] == ["publish", "repair"]
     assert rows(gold) == served
     assert not registry.get(OUTBOX).exists()
+
+
+def test_communities_follow_the_published_restatement_superseding_and_retracting(
+    lifecycle: Lifecycle,
+) -> None:
+    """Issue 43 on each format: communities over the v1 correlations, then over the ER v2
+    correlations once published. ann+promo merged into ann: its row is retracted; ann, bob and
+    carol move to the community of the three (their earlier rows superseded, pointing to it);
+    dave and erin stay together and are rescored (one vertex fewer moves every PageRank)."""
+    from workloads.engines.community import community_id
+
+    dave, erin = (v1_id(f"{name}@example.com") for name in ("dave", "erin"))
+    before, after = lifecycle.communities_before, lifecycle.communities_after
+    assert (before.inserted, before.communities, before.largest) == (6, 2, 4)
+    assert before.quality is None, "the hand-written history has no labelled truth"
+    first = {e: versions[-1]["community_id"] for e, versions in lifecycle.community_rows_before.items()}
+    assert first == {
+        **dict.fromkeys((ANN, BOB, PROMO, CAROL), community_id([ANN, BOB, PROMO, CAROL])),
+        **dict.fromkeys((dave, erin), community_id([dave, erin])),
+    }
+
+    assert (after.inserted, after.regrouped, after.retracted, after.unchanged) == (0, 5, 1, 0)
+    rows = lifecycle.community_rows_after
+    (promo,) = rows[PROMO]
+    assert (promo["status"], promo["superseded_by"]) == ("retracted", None)
+    assert promo["supersede_reason"] == f"not in the correlation graph under community@1 (run {after.run_id})"
+    three = community_id([ANN, BOB, CAROL])
+    for entity in (ANN, BOB, CAROL):
+        old, new = rows[entity]
+        assert (old["status"], old["superseded_by"], new["status"]) == ("superseded", three, "authoritative")
+        assert old["supersede_reason"] == f"moved to {three} under community@1 (run {after.run_id})"
+        assert (new["community_id"], new["size"], new["run_id"]) == (three, 3, after.run_id)
+    for entity in (dave, erin):
+        old, new = rows[entity]
+        assert old["community_id"] == new["community_id"] == community_id([dave, erin])
+        assert old["supersede_reason"].startswith("rescored under community@1")
+        assert new["pagerank"] == pytest.approx(1 / 5) != old["pagerank"]
+    measured = ledger_of(lifecycle.lakehouse, after.run_id, CommunitiesMeasured)
+    assert [(m.basis, m.report) for m in measured] == [("none", {})]
