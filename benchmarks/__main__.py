@@ -1,6 +1,6 @@
 """``python -m benchmarks NAME ARGS``.
 
-NAME: pipeline, replay, asof, quality, training-set, erasure, reconcile or graph.
+NAME: pipeline, replay, asof, quality, training-set, erasure, reconcile, graph or communities.
 
 ``make bench`` runs the first three small; ``quality`` measures engine versions, not time.
 
@@ -21,6 +21,7 @@ BENCHMARKS = {
     "erasure": "benchmarks.erasure_cost",
     "reconcile": "benchmarks.reconcile_cost",
     "graph": "benchmarks.graph_cost",
+    "communities": "benchmarks.community_cost",
 }
 
 args = sys.argv[1:]

@@ -109,6 +109,11 @@ def render_demo(ctx: Context, report: DemoReport) -> list[Block]:
     rescored = report.chapters.rescoring
     if rescored is not None:
         lines += _rescoring(rescored)
+    grouped = report.chapters.communities
+    if grouped is not None:
+        from jobs.render import indented, render_communities
+
+        lines += ["", "communities of the correlation graph:", *indented(render_communities(grouped))]
     learnt = report.chapters.machine_learning
     if learnt is not None:
         lines += _machine_learning(learnt)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ledger.engines import EngineCatalog, EngineSpec
     from workloads.asof.answer import AsOfAnswer
     from workloads.bronze.ingest import IngestReport
+    from workloads.communities import CommunityBuild
     from workloads.compliance import Places
     from workloads.gold.build import GoldReport
     from workloads.ml.calibrate import Calibration, Recalibration
@@ -242,6 +243,7 @@ class Chapters:
     drift: DriftRepair | None = None
     restatement: Restatement | StoppedRestatement | None = None
     rescoring: Rescoring | None = None
+    communities: CommunityBuild | None = None
     machine_learning: MachineLearning | None = None
     erasure: Erasure | None = None
 
@@ -674,6 +676,25 @@ def rescoring(
     return replace(told, approval=approval, publication=publication)
 
 
+def communities(
+    registry: TableRegistry,
+    ledger: Ledger,
+    clock: Clock,
+    progress: Progress,
+    *,
+    engines_path: Path = DEMO_ENGINES,
+) -> CommunityBuild:
+    """The community release in force over the restated correlations, measured against the
+    history's true rings (``lakehouse communities``)."""
+    from ledger.engines import load_engines
+    from workloads.communities import run_communities
+    from workloads.engines.community import NAME
+
+    spec = load_engines(engines_path).resolve(NAME, at=clock.now().date())
+    progress(f"grouping the correlation graph into communities under {spec.ref}")
+    return run_communities(registry, ledger, clock, spec, progress=progress)
+
+
 def run_demo(
     registry: TableRegistry,
     ledger: Ledger,
@@ -692,10 +713,11 @@ def run_demo(
         registry, ledger, clock, workdir / "history", settings, progress, gate, pins, engines_path=catalog
     )
     drift = drift_repair(registry, ledger, clock, progress)
-    restated = rescored = learnt = erased = None
+    restated = rescored = grouped = learnt = erased = None
     if settings.restate:
         restated = restatement(registry, ledger, clock, progress, engines_path=catalog)
         rescored = rescoring(registry, ledger, clock, progress, engines_path=catalog)
+        grouped = communities(registry, ledger, clock, progress, engines_path=catalog)
         learnt = machine_learning(registry, ledger, clock, workdir, progress, engines_path=catalog)
         erased = erasure(registry, ledger, clock, workdir / "history", progress)
     chapters = Chapters(
@@ -703,6 +725,7 @@ def run_demo(
         drift=drift,
         restatement=restated,
         rescoring=rescored,
+        communities=grouped,
         machine_learning=learnt,
         erasure=erased,
     )
