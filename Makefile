@@ -96,7 +96,7 @@ BENCH_ROWS ?= 200000
 
 bench: setup ## run the benchmarks small (prints ratios; not part of the suite); BENCH_EVENTS=1000000 for the figures in docs/benchmarks.md
 	$(BIN)/python -m benchmarks pipeline --events $(BENCH_EVENTS) --workdir $(BENCH_DIR)/pipeline
-	$(BIN)/python -m benchmarks replay --lake $(BENCH_DIR)/pipeline/lake
+	$(BIN)/python -m benchmarks replay --events $(BENCH_EVENTS)
 	$(BIN)/python -m benchmarks asof --rows $(BENCH_ROWS) --workdir $(BENCH_DIR)/asof
 
 clean-work: ## remove the demo work dir

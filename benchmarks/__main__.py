@@ -3,7 +3,8 @@
 NAME: lake, pipeline, replay, asof, quality, training-set, erasure, reconcile, graph or communities.
 
 ``lake --events N`` builds the benchmark lake once into a cache outside git (or continues
-its build; :mod:`benchmarks.lake`).
+its build); ``erasure``, ``replay``, ``training-set`` and ``quality`` take ``--events N`` and
+run on a fresh copy of it (:mod:`benchmarks.lake`).
 
 ``make bench`` runs the first three small; ``quality`` measures engine versions, not time.
 

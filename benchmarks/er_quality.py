@@ -1,7 +1,8 @@
 """``python -m benchmarks quality --workdir W``: entity-resolution versions against labelled truth.
 
 Reads the current ``silver.events`` of the lakehouse in ``W`` (after ``lakehouse demo``, or
-generate + ingest + build silver), resolves it under every declared entity-resolution
+generate + ingest + build silver; ``--events N``: a fresh copy of the cached benchmark lake,
+:mod:`benchmarks.lake`), resolves it under every declared entity-resolution
 version, correlates each result with ``correlation@1`` (its declared parameters) and
 measures both against the labelled truth beside the ingested deliveries, exactly as a
 replay's quality report does (:mod:`workloads.evaluation`). Prints one row per version:
@@ -16,12 +17,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.lake import add_lake_arguments, cached_work_dir
+
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks quality", description=__doc__)
     parser.add_argument(
         "--workdir", type=Path, default=Path("work"), help="lakehouse work dir (default: work)"
     )
+    add_lake_arguments(parser)
     parser.add_argument("--conf", type=Path, default=Path("conf/lakehouse.yaml"))
     parser.add_argument("--engines", type=Path, default=Path("conf/engines.yaml"))
     args = parser.parse_args(argv)
@@ -36,7 +40,8 @@ def main(argv: list[str]) -> int:
     from workloads.replay.quality import locate_truth
     from workloads.vocabulary import TableName
 
-    config = load_config(args.conf, overrides={"workdir": str(args.workdir)})
+    workdir = args.workdir if args.events is None else cached_work_dir(args.events, args.seed) / "lake"
+    config = load_config(args.conf, overrides={"workdir": str(workdir)})
     registry = TableRegistry(build_session(config), config)
     search = locate_truth(registry)
     if search.truth is None:

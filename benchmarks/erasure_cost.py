@@ -1,10 +1,12 @@
 """Compliance erasure of one subject against a full rewrite of every table it touches (W6).
 
-The lake is generated and built through the product, as the pipeline benchmark does
-(generator, ingest of every feed, Silver, Gold; ``--events``, ``--workdir``, the shipped
-mixed-format default or ``--format``). Subjects are ordinary persons: an address whose
-entity holds no other address, with at most the median number of orders of such persons,
-chosen by a hash of the address so the choice is stable.
+The lake is the cached benchmark lake (:mod:`benchmarks.lake`: generator, ingest of every
+feed, Silver, Gold through the product; ``--events``, ``--seed``, the shipped mixed-format
+default or ``--format``), built on first use and restored from its pristine copy before each
+run, since the erasures change it; ``--workdir DIR`` measures the lake in ``DIR`` as it is
+(``history/`` and ``lake/``, e.g. the copy a previous run left). Subjects are ordinary
+persons: an address whose entity holds no other address, with at most the median number of
+orders of such persons, chosen by a hash of the address so the choice is stable.
 
 The two sides, in the same process:
 
@@ -35,14 +37,13 @@ rewrite then erase). Each erasure runs on
 the lake the previous ones left (their purges shortened its history), so every sample is
 printed with the versions it searched.
 
-    python -m benchmarks erasure --events 1000000 --workdir /tmp/erasure-1m
+    python -m benchmarks erasure --events 1000000
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import time
 import uuid
@@ -51,6 +52,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.lake import add_lake_arguments, cached_work_dir, lake_overrides
 from benchmarks.phases import Phases
 
 if TYPE_CHECKING:
@@ -137,38 +139,6 @@ class Rewrite:
     files_written: int
     bytes_written: int
     per_table: dict[str, float] = field(default_factory=dict)
-
-
-def build_lake(workdir: Path, events: int, overrides: Mapping[str, Any]) -> None:
-    """Generate a history and build Bronze, Silver and Gold from it through the product."""
-    from lakehouse.config import load_config
-    from lakehouse.session import build_session
-    from lakehouse.tables import TableRegistry
-    from ledger import SystemClock, open_ledger
-    from workloads.gold.quality import medallion_gate as gate
-    from workloads.pipeline import run_gold, run_ingest, run_silver
-    from workloads.synthetic.demo import create_zones
-    from workloads.synthetic.generator import FEEDS, GeneratorSettings, generate, load_lateness_policy
-
-    shutil.rmtree(workdir, ignore_errors=True)
-    started = time.monotonic()
-    # ~22 events per person per month (the pipeline benchmark's measure)
-    summary = generate(
-        workdir / "history", GeneratorSettings(entities=max(50, events // (22 * 12)), months=12)
-    )
-    print(f"generated {summary.total_events} events in {time.monotonic() - started:.1f}s")
-    config = load_config("conf/lakehouse.yaml", overrides={**overrides, "workdir": str(workdir / "lake")})
-    spark = build_session(config)
-    registry = TableRegistry(spark, config)
-    clock = SystemClock()
-    started = time.monotonic()
-    create_zones(registry, lambda _m: None)
-    ledger = open_ledger(registry, clock=clock)
-    for feed in FEEDS:
-        run_ingest(registry, ledger, clock, feed=feed, source=workdir / "history")
-    run_silver(registry, ledger, clock, policy=load_lateness_policy(), gate=gate)
-    run_gold(registry, ledger, clock, gate=gate)
-    print(f"built the lake (ingest, Silver, Gold) in {time.monotonic() - started:.1f}s")
 
 
 def pick_subjects(registry: TableRegistry, count: int) -> list[str]:
@@ -316,22 +286,21 @@ def _open(workdir: Path, overrides: Mapping[str, Any]) -> tuple[TableRegistry, L
     from lakehouse.tables import TableRegistry
     from ledger import SystemClock, open_ledger
 
-    config = load_config("conf/lakehouse.yaml", overrides={**overrides, "workdir": str(workdir / "lake")})
+    config = load_config("conf/lakehouse.yaml", overrides=overrides)
     registry = TableRegistry(build_session(config), config)
     return registry, open_ledger(registry, clock=SystemClock())
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks erasure")
-    parser.add_argument("--events", type=int, default=20_000, help="approximate events to generate")
-    parser.add_argument("--workdir", type=Path, default=Path("benchmarks/out/erasure"))
+    add_lake_arguments(parser, events=20_000)
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="measure the lake already in this folder as it is (history/, lake/), not the cached one",
+    )
     parser.add_argument("--format", choices=["delta", "iceberg"], help="one format for every zone")
     parser.add_argument("--samples", type=int, default=2, help="erasures and full rewrites, alternating")
-    parser.add_argument(
-        "--reuse",
-        action="store_true",
-        help="measure the lake already in --workdir (earlier erasures shortened its history)",
-    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON at the end")
     args = parser.parse_args(argv)
 
@@ -339,11 +308,9 @@ def main(argv: list[str]) -> int:
     from workloads.compliance.subject import key_row, tables_with_rules
     from workloads.vocabulary import redacted_as
 
-    overrides: dict[str, Any] = {"force_format": args.format} if args.format else {}
-    if not args.reuse:
-        build_lake(args.workdir, args.events, overrides)
-    registry, ledger = _open(args.workdir, overrides)
-    deliveries = args.workdir / "history"
+    workdir = args.workdir or cached_work_dir(args.events, args.seed, args.format)
+    registry, ledger = _open(workdir, lake_overrides(workdir, args.format))
+    deliveries = workdir / "history"
     on_disk = data_files(registry)
     current = current_files(registry)
     lake_files = sum(files for files, _ in current.values())

@@ -1,7 +1,8 @@
 """Replay cost: 1%, 10% and 100% of entities affected, and the full flow against a naive rebuild.
 
-On a lakehouse built by the pipeline benchmark (``--lake``, at least 1M events for the
-recorded figures), three benchmark-only entity-resolution engines rename 1%, 10% and 100%
+On a fresh copy of the cached benchmark lake (``--events N``, :mod:`benchmarks.lake`; at
+least 1M events for the recorded figures) or a lakehouse built by the pipeline benchmark
+(``--lake``), three benchmark-only entity-resolution engines rename 1%, 10% and 100%
 of the v1 entities (chosen by a hash of the entity id; the rule is declared as
 ``renamed_percent``, which the independent recount has written down), so the affected
 share is known and reconciliation can pass. (a) ``run_replay`` (candidate, diff,
@@ -16,7 +17,7 @@ timed ``--samples`` times in alternating order (1, 10, 100 then 100, 10, 1) and 
 is reported, and the naive job runs both before and after the flow (the mean is its figure).
 The published 100% run is rolled back at the end, so the lake serves what it served before.
 
-    python -m benchmarks replay --lake /tmp/bench-1m/lake
+    python -m benchmarks replay --events 1000000
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from benchmarks.lake import add_lake_choice, chosen_lake
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -129,7 +132,7 @@ def _now() -> Any:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks replay")
-    parser.add_argument("--lake", type=Path, required=True, help="work dir of a built lakehouse")
+    add_lake_choice(parser)
     parser.add_argument("--format", choices=["delta", "iceberg"], help="the format the lake was built with")
     parser.add_argument("--samples", type=int, default=3, help="timed replays per share (median reported)")
     args = parser.parse_args(argv)
@@ -143,14 +146,15 @@ def main(argv: list[str]) -> int:
     from workloads.replay import ack, approve, publish, rollback, run_replay
     from workloads.replay.plan import load_plan
 
-    overrides: dict[str, Any] = {"workdir": str(args.lake)}
+    lake = chosen_lake(args, args.format)
+    overrides: dict[str, Any] = {"workdir": str(lake)}
     if args.format:
         overrides["force_format"] = args.format
     config = load_config("conf/lakehouse.yaml", overrides=overrides)
     spark = build_session(config)
     registry = TableRegistry(spark, config)
     clock = SystemClock()
-    engines = load_engines(bench_engines(args.lake / "bench-engines.yaml"))
+    engines = load_engines(bench_engines(lake / "bench-engines.yaml"))
     shipped = load_plan("conf/plans/er-v2-recorrelation.yaml")
     serving = registry.get("gold.correlations").read().count()
     print(f"serving correlations: {serving}; silver events: {registry.get('silver.events').read().count()}")

@@ -1,9 +1,10 @@
 """A point-in-time training set against a naive as-of join over the same tables (W4).
 
-On a lakehouse built by the pipeline benchmark (``--lake``; 1M events for the recorded
-figures), the product's ``training-set`` build (pins as known at T, the point-in-time rows,
-the content hash, the append to ``gold.training_sets``, the ledger and the MLflow dataset)
-is timed against a naive job in the same process: plain Spark SQL joining each order to the
+On a fresh copy of the cached benchmark lake (``--events N``, :mod:`benchmarks.lake`) or a
+lakehouse built by the pipeline benchmark (``--lake``; 1M events for the recorded figures),
+the product's ``training-set`` build (pins as known at T, the point-in-time rows, the
+content hash, the append to ``gold.training_sets``, the ledger and the MLflow dataset) is
+timed against a naive job in the same process: plain Spark SQL joining each order to the
 same pinned versions of ``entity_daily``, ``gold.baselines``, ``gold.correlations`` and
 the outcomes with range conditions, then written as Parquet. Both produce the same rows
 (checked: same count, same positives). Goal: product <= 1.5x naive.
@@ -11,7 +12,7 @@ the outcomes with range conditions, then written as Parquet. Both produce the sa
 JVM warm-up must not land on one side: one untimed round of each runs first, then the two
 are timed ``--samples`` times in alternating order, and the medians are compared.
 
-    python -m benchmarks training-set --lake /tmp/bench-1m/lake
+    python -m benchmarks training-set --events 200000
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.lake import add_lake_choice, chosen_lake
 from benchmarks.phases import Phases
 
 HORIZON_DAYS = 90
@@ -137,9 +139,7 @@ def phase_lines() -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks training-set")
-    parser.add_argument(
-        "--lake", type=Path, required=True, help="work dir of a lakehouse (pipeline benchmark)"
-    )
+    add_lake_choice(parser)
     parser.add_argument("--samples", type=int, default=3, help="timed runs of each side (alternating)")
     args = parser.parse_args(argv)
 
@@ -150,7 +150,8 @@ def main(argv: list[str]) -> int:
     from workloads.ml.tracking import open_tracking
     from workloads.ml.training_set import pin_inputs
 
-    config = load_config("conf/lakehouse.yaml", overrides={"workdir": str(args.lake)})
+    lake = chosen_lake(args)
+    config = load_config("conf/lakehouse.yaml", overrides={"workdir": str(lake)})
     spark = build_session(config)
     registry = TableRegistry(spark, config)
     clock = SystemClock()
@@ -158,7 +159,7 @@ def main(argv: list[str]) -> int:
     tracking = open_tracking(config)
     as_of = datetime.now(UTC)
     pins = pin_inputs(registry, as_of)
-    out = args.lake.parent / "naive_training_set"
+    out = lake.parent / "naive_training_set"
 
     _, built = product(registry, ledger, clock, tracking, as_of)  # warm-up, both sides
     _, rows, positives = naive(spark, registry, pins, as_of, out)
