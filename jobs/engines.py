@@ -159,6 +159,10 @@ def _declare(args: argparse.Namespace, ctx: Context) -> Outcome:
     )
 
 
+COMMUNITY = "community"
+"""The engine whose declared parameters :func:`check_declaration` checks (its own rule)."""
+
+
 def check_declaration(args: argparse.Namespace) -> None:
     """Refuse, before the engines file is written and Spark starts (the ledger), what can be
     refused from the arguments alone: one line naming the flag, exit 2."""
@@ -173,7 +177,15 @@ def check_declaration(args: argparse.Namespace) -> None:
         raise UsageError(f"--implementation {args.implementation!r}: expected package.module:function")
     if not args.description.strip():
         raise UsageError("--description is empty: say what changed")
-    parse_parameters(args.param)
+    parameters = parse_parameters(args.param)
+    if args.name == COMMUNITY:  # a release whose parameters have a written rule: checked now
+        from lakehouse.errors import GraphParameterError
+        from workloads.engines.community import community_parameters
+
+        try:
+            community_parameters(parameters)
+        except GraphParameterError as exc:
+            raise GraphParameterError(f"--param: {exc}") from None
 
 
 ACTIONS = {

@@ -481,6 +481,10 @@ DECLARED = (
             "--param '=1': expected KEY=VALUE",
         ),
         (
+            ("engines", "declare", "--name", "community", *DECLARED, "--param", "min_confidence=1.5"),
+            "--param: min_confidence must be a number from 0 to 1, not 1.5",
+        ),
+        (
             (
                 "engines",
                 "declare",
