@@ -47,6 +47,8 @@ ML_TABLES = ("gold.training_sets", "gold.calibration_reports", "gold.fraud_score
 """Written by training-set, calibrate and score, which this history does not run."""
 RECONCILE_TABLES = ("ops.reconcile_reports",)
 """Written by reconcile, which this history does not run (tests/jobs/test_reconcile_cli.py does)."""
+COMMUNITY_TABLES = ("gold.communities",)
+"""Written by communities, which this history does not run (tests/jobs/test_cli_ring_erasure.py does)."""
 
 
 @dataclass(frozen=True)
@@ -407,7 +409,8 @@ def test_the_cli_runs_in_the_tests_work_dir_and_instance(history: History) -> No
     after = {t["name"]: t for t in history["tables-after"].data["tables"]}
     assert not any(t["exists"] for t in before.values()), "a fresh instance: nothing exists yet"
     # the ML tables are made by the ML commands (tests/workloads/ml/test_training_set.py checks them)
-    made_here = {n: t for n, t in after.items() if n not in (*ML_TABLES, *RECONCILE_TABLES)}
+    made_elsewhere = (*ML_TABLES, *RECONCILE_TABLES, *COMMUNITY_TABLES)
+    made_here = {n: t for n, t in after.items() if n not in made_elsewhere}
     assert all(t["exists"] for t in made_here.values()), [n for n, t in made_here.items() if not t["exists"]]
     workdir = str(history.config.workdir_path)
     instance = history.env["LAKEHOUSE__INSTANCE"]
