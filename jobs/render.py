@@ -85,6 +85,11 @@ def render_ingest(report: IngestReport) -> list[Block]:
     ]
 
 
+def render_ingests(reports: Sequence[IngestReport]) -> list[Block]:
+    """``lakehouse ingest`` of several feeds: each feed's lines, in the order they ran."""
+    return [block for report in reports for block in render_ingest(report)]
+
+
 def render_silver(report: SilverReport) -> list[str]:
     """``lakehouse build silver``: fates over every feed, partitions, exceptions, restatements."""
     totals = {fate: sum(f.get(fate, 0) for f in report.fates.values()) for fate in Fate}

@@ -370,6 +370,11 @@ DECLARED = (
             "--feed 'bogus' is not a configured feed; known feeds: logins, orders",
         ),
         (("ingest", "--feed", "orders", "--source", "{lake}/nothing"), "{lake}/nothing: no such folder"),
+        # several feeds: each is checked before any is ingested
+        (("ingest", "--feed", "orders", "--feed", "bogus"), "--feed 'bogus' is not a configured feed"),
+        (("ingest", "--feed", "all", "--feed", "orders"), "--feed all names every configured feed: give"),
+        (("ingest", "--feed", "refunds", "--feed", "refunds"), "--feed 'refunds' is given twice"),
+        (("ingest", "--feed", "all", "--source", "{lake}/nothing"), "{lake}/nothing: no such folder"),
         (("approve", "no-such-run", "--by", "x"), "RUN 'no-such-run' is not a replay run id"),
         (("approve", WELL_FORMED_RUN, "--by", "x", "--workdir", "{empty}"), "no lakehouse in {empty}"),
         (("approve", WELL_FORMED_RUN, "--by", "x"), f"no replay run '{WELL_FORMED_RUN}' in the ledger"),
@@ -1152,3 +1157,17 @@ def test_generate_holds_back_a_feed_and_refuses_a_bad_hold_before_writing(tmp_pa
         result = run("generate", "--out", str(out), *size, *args, env=NO_JVM)
         assert_refused_before_spark(result, message)
         assert not out.exists(), "nothing written"
+
+
+def test_ingest_checks_every_named_feed_s_folder_before_a_jvm_starts(tmp_path: Path) -> None:
+    """``ingest --feed orders --feed refunds`` (and ``--feed all``) on a history that holds the
+    orders folder only: the refunds folder's absence is the one line, exit 2, before orders is
+    ingested or anything is written."""
+    lake, history = tmp_path / "lake", tmp_path / "history"
+    (lake / "warehouse").mkdir(parents=True)
+    (history / "orders" / "2025-01-01").mkdir(parents=True)
+    before = sorted(tmp_path.rglob("*"))
+    for feeds in (("--feed", "orders", "--feed", "refunds"), ("--feed", "all")):
+        result = run("ingest", *feeds, "--source", str(history), "--workdir", str(lake), env=NO_JVM)
+        assert_refused_before_spark(result, f"{history} is neither the history root (it has no 'refunds'")
+    assert sorted(tmp_path.rglob("*")) == before, "nothing was written"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,11 @@ from typing import Any
 import pytest
 
 from jobs.output import plain
+from lakehouse.config import load_config
 from lakehouse.errors import IngestError
+from ledger.reader import LedgerReader
+from tests.cli_runner import instance_env, run_cli
+from tests.conftest import Lakehouse, drop_all
 from workloads.bronze.ingest import (
     STATUS_ALREADY_INGESTED,
     STATUS_INGESTED,
@@ -297,3 +302,42 @@ def test_unknown_feed_and_missing_folders_fail_before_anything_is_written(
     with pytest.raises(IngestError, match="no such folder"):
         ingest_feed(lakehouse.registry, "orders", tmp_path / "nowhere", run_id="r")
     assert not lakehouse.registry.get("bronze.orders").exists()
+
+
+CONF = Path(__file__).resolve().parents[3] / "conf" / "lakehouse.yaml"
+
+
+@pytest.mark.spark
+def test_the_command_ingests_several_feeds_in_one_call_each_its_own_run(
+    spark_session: Any, lakehouse_config: Any, tmp_path: Path
+) -> None:
+    """``lakehouse ingest --feed orders --feed settlements``: one call, two recorded ingest runs
+    in the order named; ``--json`` is ``{"feeds": [...]}``, each the report one feed prints
+    alone. A feed that fails stops the call there: the feeds before it are printed, then its
+    error (naming it) with its exit code."""
+    env = instance_env(f"ing{uuid.uuid4().hex[:6]}")
+    workdir = lakehouse_config.workdir_path
+    root = tiny_history(tmp_path / "history")
+    lh = Lakehouse(spark_session, load_config(CONF, environ=env, overrides={"workdir": str(workdir)}))
+    argv = ["ingest", "--feed", "orders", "--feed", "settlements", "--source", str(root)]
+    argv += ["--conf", str(CONF), "--workdir", str(workdir), "--quiet", "--json"]
+    try:
+        both = run_cli(argv, env)
+        assert both.code == 0, both.stderr
+        reports = json.loads(both.stdout)["feeds"]
+        assert [(r["feed"], r["rows_written"], len(r["manifests"])) for r in reports] == [
+            ("orders", 5, 2),
+            ("settlements", 2, 1),
+        ]
+        finished = LedgerReader.for_registry(lh.registry).entries(kind="run_finished")
+        assert [(e.run_id, e.status) for e in finished] == [(r["run_id"], "ok") for r in reports]
+
+        write(root / "settlements/notes.txt", "not a delivery\n")
+        stopped = run_cli(argv, env)
+        assert stopped.code == 2, stopped.stderr
+        done = json.loads(stopped.stdout)["feeds"]
+        assert [(r["feed"], r["rows_written"]) for r in done] == [("orders", 0)]
+        error = json.loads(stopped.stderr.strip().splitlines()[-1])
+        assert error["error"].startswith("--feed settlements: unexpected entry"), error
+    finally:
+        drop_all(lh.registry)
