@@ -367,11 +367,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return HistoryScheduling(config, log)  # type: ignore[arg-type]
 
 
+LAYOUT_UNITS = ("tests/jobs/test_cli_ring_erasure.py",)
+"""Modules whose module-scoped history is parametrised by layout (its first parameter): each
+layout's history is a scheduling unit of its own, so the layouts run on both workers."""
+
+
 def unit_of(nodeid: str) -> str:
     """A test's scheduling unit: its module, or ``lifecycle-<format>`` for a test of the
     lifecycle's readers run on that format's lifecycle (so the two formats' lifecycles are
-    built on different workers, each once)."""
+    built on different workers, each once), or ``<module>[<layout>]`` for a module of
+    :data:`LAYOUT_UNITS`."""
     module = nodeid.split("::", 1)[0]
+    if module in LAYOUT_UNITS and nodeid.endswith("]"):
+        return f"{module}[{nodeid.rpartition('[')[2][:-1].split('-')[0]}]"
     if module in LIFECYCLE_READERS and nodeid.endswith("]"):
         params = nodeid.rpartition("[")[2][:-1].split("-")
         for table_format in FORMATS:

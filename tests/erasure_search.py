@@ -8,7 +8,9 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+from lakehouse.config import LakehouseConfig
 from lakehouse.tables import TableRegistry
 from lakehouse.tables.base import file_path
 
@@ -38,3 +40,84 @@ def files_naming(registry: TableRegistry, identifiers: Iterable[str]) -> list[st
 def words(line: str) -> set[str]:
     """The values of a JSON or CSV line, lower-cased (the tests' own cut, not the product's)."""
     return {v for v in re.split(r'[\s",:{}\[\]]+', line.lower()) if v}
+
+
+def owners_of(spark: Any, config: LakehouseConfig) -> dict[str, set[str]]:
+    """Each current Silver entity id with the addresses its rows hold."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    silver = TableRegistry(spark, config).get("silver.events").read()
+    key = F.lower(F.trim("customer_email"))
+    owners: dict[str, set[str]] = {}
+    for r in silver.where(key.isNotNull()).select(key.alias("v"), "entity_id").distinct().collect():
+        owners.setdefault(r["entity_id"], set()).add(r["v"])
+    return owners
+
+
+def household_subject(
+    spark: Any,
+    config: LakehouseConfig,
+    deliveries: Path,
+    erased: set[str],
+    holds: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A planted household (two persons outside the rings sharing one device): a person's
+    address, entity and the addresses under it (the subject), the other person's addresses
+    and the shared device, with their rows before the erasure (:func:`person_rows`); the
+    first such person with rows in every table of ``holds``."""
+    truth = json.loads((deliveries / "_ground_truth.json").read_text())
+    assert truth["households"], "the history has a household"
+    owners = owners_of(spark, config)
+    entity_of = {address: entity for entity, held in owners.items() for address in held}
+    for device, members in sorted(truth["households"].items()):
+        for person, other in (members, members[::-1]):
+            emails = [e.strip().lower() for e in truth["persons"][person]["emails"]]
+            present = [e for e in emails if e in entity_of and e not in erased]
+            if not present:
+                continue
+            entity = entity_of[present[0]]
+            found: dict[str, Any] = {
+                "email": present[0],
+                "device": device,
+                "entity": entity,
+                "emails": sorted(owners[entity]),
+                "other_emails": sorted(e.strip().lower() for e in truth["persons"][other]["emails"]),
+            }
+            assert not set(found["emails"]) & set(found["other_emails"]), "a household shares no entity"
+            found["before"] = person_rows(spark, config, found)
+            if all(found["before"].get(table, 0) > 0 for table in holds):
+                return found
+    raise AssertionError(f"no household member with Silver rows and rows in {list(holds)}")
+
+
+def person_rows(spark: Any, config: LakehouseConfig, subject: dict[str, Any]) -> dict[str, Any]:
+    """The subject's Silver rows and correlations (and training-set rows and scores, where those
+    tables exist), and the other household member's rows, their entity ids and their rows on
+    the shared device."""
+    from pyspark.sql import functions as F
+
+    from lakehouse.tables import TableRegistry
+
+    registry = TableRegistry(spark, config)
+    silver = registry.get("silver.events").read()
+    key = F.lower(F.trim("customer_email"))
+    other = silver.where(key.isin(subject["other_emails"]))
+    mine = F.col("entity_id") == subject["entity"]
+    correlations = registry.get("gold.correlations").read()
+    derived = {
+        name: registry.get(name).read().where(mine).count()
+        for name in ("gold.training_sets", "gold.fraud_scores")
+        if registry.get(name).exists()
+    }
+    return {
+        **derived,
+        "subject_rows": silver.where(key.isin(subject["emails"]) | mine).count(),
+        "subject_correlations": correlations.where(
+            (F.col("entity_a") == subject["entity"]) | (F.col("entity_b") == subject["entity"])
+        ).count(),
+        "other_rows": other.count(),
+        "other_entities": sorted({r[0] for r in other.select("entity_id").distinct().collect()}),
+        "other_on_device": other.where(F.col("device_id") == subject["device"]).count(),
+    }

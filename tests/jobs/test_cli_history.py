@@ -131,6 +131,7 @@ def subject_identifiers(
         "orders": orders,
         "entities": entities,
         "silver_rows": [str(own.distinct().count())],
+        "email_less_rows": [str(own.where("customer_email IS NULL").distinct().count())],
         "gold_rows": [str(gold.count())],
         "silver_total": [str(silver.count())],
     }
@@ -570,6 +571,7 @@ def test_a_subject_is_located_erased_and_verified_through_the_cli(history: Histo
     assert certificate["verification"]["hits"] == []
     assert certificate["verification"]["files_scanned"] > 0
     assert certificate["tables"]["silver.events"]["rows"] == int(subject["silver_rows"][0])
+    assert int(subject["email_less_rows"][0]) > 0, "events of the subject's orders that carry no email"
     assert certificate["tables"]["silver.events"]["versions_purged"]
     assert int(subject["provisional_rows"][0]) > 0, "the subject was in the provisional view"
     assert certificate["tables"]["gold.provisional_correlations"]["rows"] == int(
@@ -616,6 +618,7 @@ def test_after_the_erasure_no_table_ledger_or_work_file_names_the_subject(histor
     assert history["replay-after-erase"].data["status"] == "compared"
     after = history.subject_after
     assert after["silver_rows"] == ["0"]
+    assert after["email_less_rows"] == ["0"], "found by their order ids, and erased"
     assert after["gold_rows"] == ["0"]
     assert after["provisional_rows"] == ["0"], "the provisional view is redacted like the store"
     expected = int(history.subject["silver_total"][0]) - int(history.subject["silver_rows"][0])

@@ -78,6 +78,7 @@ class History:
     engines: Path
     before_rescoring: datetime
     engines_untouched_by_refusals: bool
+    deliveries: Path
 
     def __getitem__(self, name: str) -> Step:
         return self.steps[name]
@@ -223,7 +224,17 @@ def history(
     run("score-v2", "score", "--engine", "fraud_scoring@2", *scoring, *scored_set)
     run("tables", "tables")
     yield History(
-        steps, config, env, t0, before, after, before_recalibration, engines, before_rescoring, untouched
+        steps,
+        config,
+        env,
+        t0,
+        before,
+        after,
+        before_recalibration,
+        engines,
+        before_rescoring,
+        untouched,
+        deliveries,
     )
     drop_all(TableRegistry(spark_session, config))
 
@@ -957,7 +968,8 @@ def test_two_model_versions_are_judged_on_the_same_later_outcomes(
 
 @pytest.mark.notebook
 def test_the_ml_notebook_walks_the_path_on_this_history(history: History) -> None:
-    """Last in the module: it builds one more training set."""
+    """Near the end of the module: it builds one more training set (only the household
+    member's erasure runs after it)."""
     text = "\n".join(execute_notebook(history.config.workdir_path, history.env))
     assert "JVM started: False" in text
     assert "rows read back without Spark:" in text
@@ -976,3 +988,60 @@ def test_the_ml_tables_live_in_this_instance(history: History) -> None:
         assert tables[name]["exists"], name
         assert instance in tables[name]["location"], tables[name]["location"]
         assert tables[name]["format"] == "iceberg", "Gold is Iceberg in the shipped zone formats"
+
+
+@dataclass(frozen=True)
+class HouseholdErasure:
+    subject: dict[str, Any]
+    erased: Step
+    verified: Step
+
+
+@pytest.fixture(scope="module")
+def household_erasure(history: History, spark_session: Any) -> HouseholdErasure:
+    """Issue 37: a household member with training-set rows and scores, erased through the
+    command line after every other test of the module has read the history (the erasure
+    purges the versions that held the subject)."""
+    from tests.erasure_search import household_subject, person_rows
+
+    holds = ("gold.training_sets", "gold.fraud_scores")
+    home = household_subject(spark_session, history.config, history.deliveries, set(), holds)
+    steps: dict[str, Step] = {}
+    workdir = history.config.workdir_path
+    request = ("--request", "REQ-HOME-1", "--reason", "GDPR art. 17")
+    erased = _run(steps, workdir, history.env, "erase", "erase", "--subject-email", home["email"], *request)
+    certificate = erased.data["certificate"]["certificate_id"] if erased.code == 0 else "erasure-missing"
+    verified = _run(steps, workdir, history.env, "verify", "erase", "--verify", certificate)
+    home["after"] = person_rows(spark_session, history.config, home)
+    return HouseholdErasure(home, erased, verified)
+
+
+def test_a_household_member_with_training_rows_and_scores_is_erased_and_the_other_keeps_theirs(
+    household_erasure: HouseholdErasure, spark_session: Any, history: History
+) -> None:
+    """Last in the module (it erases). Two persons outside the rings share a family device,
+    never an entity: erasing one exits 0 and verifies; their Silver rows, correlations,
+    training-set rows and scores are gone and no file names their addresses or entity; the
+    other person keeps every row, their entity ids and their rows on the shared device."""
+    from lakehouse.tables import TableRegistry
+    from tests.erasure_search import files_naming
+
+    erased, verified = household_erasure.erased, household_erasure.verified
+    assert (erased.code, verified.code) == (0, 0), (erased.stderr[-1500:], verified.stderr[-1500:])
+    home = household_erasure.subject
+    certificate = erased.data["certificate"]
+    assert certificate["verification"]["hits"] == []
+    assert verified.data["hits"] == []
+    before, after = home["before"], home["after"]
+    assert before["subject_rows"] > 0
+    assert before["gold.training_sets"] > 0, "the subject's decisions were in a training set"
+    assert before["gold.fraud_scores"] > 0, "and were scored"
+    assert {"gold.training_sets", "gold.fraud_scores"} <= set(certificate["tables"])
+    gone = ("subject_rows", "subject_correlations", "gold.training_sets", "gold.fraud_scores")
+    assert {k: after[k] for k in gone} == dict.fromkeys(gone, 0)
+    assert before["other_on_device"] > 0
+    assert after["other_rows"] == before["other_rows"]
+    assert after["other_entities"] == before["other_entities"], "no id of theirs was re-keyed"
+    assert after["other_on_device"] == before["other_on_device"], "the shared device stays on their rows"
+    registry = TableRegistry(spark_session, history.config)
+    assert files_naming(registry, [*home["emails"], home["entity"]]) == []
