@@ -83,12 +83,16 @@ from ledger.migrations import (
 )
 from ledger.reader import LedgerReader
 from ledger.store import (
+    DeltaLedgerStorage,
     commit_entries,
     current_records,
     is_conflict,
     ledger_table,
+    local_path,
     read_records,
     records_frame,
+    spark_records,
+    storage_for,
     table_columns,
 )
 from ledger.writer import LedgerWriter
@@ -554,6 +558,29 @@ def test_conflicts_are_told_apart_from_real_errors() -> None:
         RuntimeError("org.apache.iceberg.exceptions.ValidationException: Found conflicting files")
     )
     assert not is_conflict(RuntimeError("[UNRESOLVED_COLUMN] A column cannot be resolved"))
+    assert is_conflict(
+        RuntimeError(
+            "CommitFailedError: Failed to commit transaction: Commit failed: a concurrent "
+            "transactions added new data"
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("/work/warehouse/delta/ops/ledger", "/work/warehouse/delta/ops/ledger"),
+        ("file:/work/ware%20house/ops/ledger", "/work/ware house/ops/ledger"),
+        ("file:///work/warehouse/ops/ledger", "/work/warehouse/ops/ledger"),
+        ("s3a://bucket/lakehouse/ops/ledger", None),
+        ("hdfs://namenode/lakehouse/ops/ledger", None),
+        ("relative/ledger", None),
+    ],
+)
+def test_a_delta_ledger_on_the_local_file_system_is_appended_by_deltalake_any_other_by_spark(
+    location: str, path: str | None
+) -> None:
+    assert local_path(location) == path
 
 
 # -- on the table, both formats ---------------------------------------------------------------
@@ -709,6 +736,56 @@ def test_two_concurrent_writers_keep_one_linear_chain(registry: TableRegistry) -
     assert len({r.prev_hash for r in records}) == len(records)
     assert LedgerReader(table).verify().ok
     assert results["a"][0] + results["b"][0] >= 3, results  # the loser of the race retried
+
+
+@pytest.mark.spark
+def test_both_delta_merges_append_once_and_insert_nothing_on_a_taken_seq(
+    spark_session: Any, lakehouse_config: LakehouseConfig
+) -> None:
+    """The guarded MERGE through delta-rs (a local warehouse) and through Spark (any other
+    storage), on one real Delta ledger: each commits its batch once with the run's commit
+    metadata, and a batch whose first seq another writer already took inserts nothing
+    (False: retry from the new tip); the chain they make together verifies."""
+    from lakehouse.tables.base import commit_metadata
+    from ledger.chain import commit_anchor
+
+    config = lakehouse_config.model_copy(
+        update={"force_format": TableFormat.DELTA, "instance": f"dm{uuid.uuid4().hex[:6]}"}
+    )
+    registry = TableRegistry(spark_session, config)
+    open_ledger(registry, clock=FixedClock(T0))
+    table = ledger_table(registry)
+    storage = storage_for(table)
+    assert isinstance(storage, DeltaLedgerStorage)
+    assert local_path(table.location) is not None, "the test warehouse is local: delta-rs appends"
+    columns = table_columns(table)
+    try:
+        for name, way in (("rust", "guarded_append"), ("spark", "spark_merge")):
+            tip = read_records(table)[-1]
+            records = link(
+                run_entries(f"run-{name}")[:2],
+                Tip(tip.seq, tip.hash, tip.schema_version),
+                recorded_at=T0,
+                schema_version=CURRENT_SCHEMA_VERSION,
+            )
+            meta = commit_metadata(f"run-{name}", commit_anchor(records))
+
+            def append(batch: list[LedgerRecord], way: str = way, meta: dict[str, str] = meta) -> bool | None:
+                if way == "spark_merge":
+                    return storage.spark_merge(table, batch, columns, meta=meta)
+                return storage.guarded_append(table, batch, columns, pin=None, meta=meta)
+
+            assert append(records) is True, name
+            rival = [dataclasses.replace(r, entry_id="0" * 32) for r in records]
+            assert append(rival) is False, f"{name}: the seq is taken, nothing is inserted"
+            assert table.history()[-1].run_id == f"run-{name}", "the commit carries the run's metadata"
+        records = read_records(table)
+        assert [r.seq for r in records] == list(range(len(records)))
+        assert records == spark_records(table), "delta-rs reads what Spark reads"
+        assert read_records(table, as_of=2) == spark_records(table, as_of=2)
+        assert LedgerReader(table).verify().ok
+    finally:
+        table.drop()
 
 
 @pytest.mark.spark
