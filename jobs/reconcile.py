@@ -39,6 +39,10 @@ NAME = "reconcile"
 HELP = "compare a derived table with its source by range checksums; report (and --repair) the drift"
 
 
+LAST_CLEAN = "last-clean"
+"""``--since last-clean``: bounded mode from the pair's last clean, complete run."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="the source table (e.g. bronze.orders, gold.correlations)")
     parser.add_argument("derived", help="the derived table (e.g. silver.events, gold.correlations_by_entity)")
@@ -46,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--key", help="the key column, or SOURCE_COLUMN:DERIVED_COLUMN (default: the declared pair's)"
     )
     parser.add_argument(
-        "--since", help="bounded mode: only keys modified after this instant (ISO-8601, zone)"
+        "--since",
+        help="bounded mode: only keys modified after this instant (ISO-8601, zone), or "
+        "last-clean: since the pair's last clean, complete run",
     )
     parser.add_argument("--until", help="bounded mode: only keys modified up to this instant (default: now)")
     parser.add_argument(
@@ -86,7 +92,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
     from workloads.reconciliation.summaries import batches, check_budget, check_window
 
     # everything a user can get wrong is refused here, before Spark starts
-    since = parse_instant(args.since, what="--since") if args.since else None
+    since_last_clean = args.since == LAST_CLEAN
+    since = parse_instant(args.since, what="--since") if args.since and not since_last_clean else None
     until = parse_instant(args.until, what="--until") if args.until else None
     check_window(since, until)
     pair = resolve_pair(ctx.config, args.source, args.derived, args.key)
@@ -107,6 +114,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Outcome:
         policies=args.policies,
         since=since,
         until=until,
+        since_last_clean=since_last_clean,
         repair=args.repair,
         max_repairs_per_second=args.max_repairs_per_second,
         max_rows=args.max_rows,

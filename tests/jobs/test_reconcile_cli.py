@@ -228,6 +228,16 @@ def reports(lh: Lakehouse) -> int:
     return table.read().count() if table.exists() and table.current_version() is not None else 0
 
 
+def test_since_last_clean_before_any_clean_run_is_refused_and_writes_nothing(env: Env) -> None:
+    refused, _ = env("--since", "last-clean")
+    assert refused.code == 2, refused
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "--since last-clean: the pair orders has no clean, complete run yet" in lines[0]
+    assert "lakehouse reconcile bronze.orders silver.events once without --since" in lines[0]
+    assert reports(env.lh) == 0
+
+
 def test_a_clean_pair_compares_in_one_job_and_a_second_run_stops_on_the_lock(env: Env) -> None:
     pair = resolve_pair(env.lh.config, *ORDERS, None)
     policy = load_reconcile_policy(env.policies)
@@ -324,3 +334,24 @@ def test_a_large_drift_stays_inside_its_budgets_and_the_next_runs_resume_to_the_
     }
     assert reports(env.lh) == 5, "every run's report is kept, the stopped ones with their resume point"
     assert open_ledger(env.lh.registry, clock=SystemClock()).reader.verify().ok
+
+
+def test_since_last_clean_compares_what_changed_since_the_pair_last_agreed(env: Env) -> None:
+    """After the drift and its repair (the previous test), ``--since last-clean`` is bounded
+    mode from the first test's clean run: it finds the orphans still there (never deleted)
+    and nothing else (the lost write and the changed value were repaired since)."""
+    from pyspark.sql import functions as F
+
+    reports_table = env.lh.registry.get("ops.reconcile_reports").read()
+    clean = reports_table.orderBy("measured_at").select(
+        "total_delta", "resume_from", F.unix_micros("measured_at").alias("at")
+    )
+    first = clean.first()
+    assert first is not None
+    assert (first["total_delta"], first["resume_from"]) == (0, None), "the first test's clean run"
+    ran, r = env("--since", "last-clean")
+    assert ran.code == 4, ran  # the orphans
+    since = datetime.fromisoformat(r["since"])
+    assert round(since.timestamp() * 1_000_000) == first["at"], "bounded from that run"
+    assert (r["orphan"], r["missing"], r["divergent"]) == (ORPHANS, 0, 0)
+    assert r["complete"] is True

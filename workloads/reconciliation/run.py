@@ -13,7 +13,9 @@ What :func:`reconcile` does, in order:
 3. **Project** the pinned source rows to derived rows (the pair's projection) and take the
    derived rows the pair covers; **bounded mode** keeps only keys that a commit of either
    side changed between ``since`` and ``until`` (:meth:`~lakehouse.tables.Table.changed_keys`,
-   from each side's commit history).
+   from each side's commit history). ``since_last_clean`` takes ``since`` from the pair's last
+   clean run (:func:`last_clean_run`): after a small change, only what changed since the pair
+   was last known to agree is compared.
 4. **Compare** by the bounded walk (:mod:`workloads.reconciliation.compare`): range
    summaries, one job per level over the ranges still in disagreement, at most
    ``max_ranges_per_level`` summaries on the driver, the keys of small disagreeing ranges
@@ -279,6 +281,7 @@ def reconcile(
     policies: Path = DEFAULT_POLICY_PATH,
     since: datetime | None = None,
     until: datetime | None = None,
+    since_last_clean: bool = False,
     repair: bool = False,
     max_repairs_per_second: int | None = None,
     max_rows: int | None = None,
@@ -304,6 +307,17 @@ def reconcile(
     if source_version is None:
         raise UsageError(f"{pair.source} has never been written: there is nothing to reconcile against")
     derived_version = derived.current_version() if derived.exists() else None
+    if since_last_clean:
+        if since is not None:
+            raise UsageError("--since takes an instant or last-clean, not both")
+        since = last_clean_run(registry, pair.name)
+        if since is None:
+            raise UsageError(
+                f"--since last-clean: the pair {pair.name} has no clean, complete run yet; run "
+                f"lakehouse reconcile {pair.source} {pair.derived} once without --since"
+            )
+        check_window(since, until)
+        step(f"reconcile {pair.name}: bounded since its last clean run, at {since.isoformat()}")
     now = utc(clock.now())
     bounded = since is not None or until is not None
     window_until = until or now
@@ -518,6 +532,25 @@ def _recent_deltas(registry: TableRegistry, pair: str, bounded: bool, runs: int)
         .collect()
     )
     return [int(r[0]) for r in rows]
+
+
+CLEAN_RUN = (
+    "missing = 0 AND divergent = 0 AND orphan = 0 AND pending = 0 "
+    "AND covered_from = 0 AND resume_from IS NULL"
+)
+"""A report of a clean run: nothing differed and it covered the whole key space (of its window:
+a clean bounded run since an earlier clean run extends what is known to agree)."""
+
+
+def last_clean_run(registry: TableRegistry, pair: str) -> datetime | None:
+    """When the pair's last clean run measured (its versions were pinned then); None if none was."""
+    from pyspark.sql import functions as F
+
+    table = registry.get(REPORTS)
+    if not table.exists() or table.current_version() is None:
+        return None
+    found = table.read().where((F.col("pair") == pair) & F.expr(CLEAN_RUN)).agg(F.max("measured_at")).first()
+    return utc(found[0]) if found is not None and found[0] is not None else None
 
 
 def _resume_point(registry: TableRegistry, pair: str, since: datetime | None, until: datetime | None) -> int:
