@@ -230,7 +230,21 @@ def _changed(
     return table.changed_keys(start, end, [key])
 
 
-def _union_keys(frames: list[DataFrame | None], name: str) -> DataFrame | None:
+def only_keys(
+    source: DataFrame, derived: DataFrame, key: str, keys: DataFrame | None
+) -> tuple[DataFrame, DataFrame]:
+    """Both sides restricted to ``keys`` (bounded mode; None: no key changed, nothing to compare)."""
+    from pyspark.sql import functions as F
+
+    if keys is None:
+        return source.where(F.lit(False)), derived.where(F.lit(False))
+    return (
+        source.join(F.broadcast(keys), key, "left_semi"),
+        derived.join(F.broadcast(keys), key, "left_semi"),
+    )
+
+
+def union_keys(frames: list[DataFrame | None], name: str) -> DataFrame | None:
     found = [f.toDF(name) for f in frames if f is not None]
     if not found:
         return None
@@ -355,18 +369,14 @@ def reconcile(
         key = pair.derived_key
         if bounded:
             start = since or datetime.min.replace(tzinfo=now.tzinfo)
-            keys = _union_keys(
+            keys = union_keys(
                 [
                     _changed(source, pair.source_key, start, window_until, source_version),
                     _changed(derived, pair.derived_key, start, window_until, derived_version),
                 ],
                 key,
             )
-            if keys is None:
-                src, der = src.where(F.lit(False)), der.where(F.lit(False))
-            else:
-                src = src.join(F.broadcast(keys), key, "left_semi")
-                der = der.join(F.broadcast(keys), key, "left_semi")
+            src, der = only_keys(src, der, key, keys)
         resume = 0 if from_start else _resume_point(registry, pair.name, since, until)
         if resume:
             step(f"reconcile {pair.name}: resuming at key position {resume} (a budget stopped the last run)")
