@@ -233,7 +233,8 @@ def test_since_last_clean_before_any_clean_run_is_refused_and_writes_nothing(env
     assert refused.code == 2, refused
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert "--since last-clean: the pair orders has no clean, complete run yet" in lines[0]
+    said = "--since last-clean: the pair bronze.orders -> silver.events has no clean, complete run yet"
+    assert said in lines[0]
     assert "lakehouse reconcile bronze.orders silver.events once without --since" in lines[0]
     assert reports(env.lh) == 0
 
