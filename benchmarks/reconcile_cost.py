@@ -35,40 +35,45 @@ SCHEMA = "k STRING, a BIGINT, b STRING, c DOUBLE"
 COLUMNS = ("a", "b", "c")
 
 
-def build(
-    spark: Any, config: Any, rows: int, changed: float, table_format: str | None
-) -> tuple[Any, Any, int]:
+def _rows(ids: Any, changed: Any = None) -> Any:
+    """The benchmark's rows for the ids of ``ids`` (a ``spark.range``), ``a`` off by one where
+    ``changed`` holds."""
     from pyspark.sql import functions as F
 
-    base = spark.range(rows).select(
+    a = F.col("id") * 7
+    return ids.select(
         F.format_string("k%010d", "id").alias("k"),
-        (F.col("id") * 7).alias("a"),
+        (F.when(changed, a + 1).otherwise(a) if changed is not None else a).alias("a"),
         F.sha1(F.col("id").cast("string")).alias("b"),
         (F.col("id") / 3.0).alias("c"),
     )
-    drift = max(3, int(rows * changed))
-    step = rows // drift
-    picked = F.col("id") % step == 0
-    third = F.floor(F.col("id") / step) % 3
-    derived_rows = (
-        spark.range(rows)
-        .where(~(picked & (third == 0)))
-        .select(
-            F.format_string("k%010d", "id").alias("k"),
-            F.when(picked & (third == 1), F.col("id") * 7 + 1).otherwise(F.col("id") * 7).alias("a"),
-            F.sha1(F.col("id").cast("string")).alias("b"),
-            (F.col("id") / 3.0).alias("c"),
-        )
-    )
-    orphans = spark.range(drift // 3).select(
+
+
+def _orphans(spark: Any, count: int) -> Any:
+    """``count`` rows of keys no source row has."""
+    from pyspark.sql import functions as F
+
+    return spark.range(count).select(
         F.format_string("orphan%08d", "id").alias("k"),
         F.lit(0).cast("bigint").alias("a"),
         F.lit("x").alias("b"),
         F.lit(0.0).alias("c"),
     )
+
+
+def build(
+    spark: Any, config: Any, rows: int, changed: float, table_format: str | None
+) -> tuple[Any, Any, int]:
+    from pyspark.sql import functions as F
+
+    drift = max(3, int(rows * changed))
+    step = rows // drift
+    picked = F.col("id") % step == 0
+    third = F.floor(F.col("id") / step) % 3
+    derived_rows = _rows(spark.range(rows).where(~(picked & (third == 0))), picked & (third == 1))
     source, derived = _tables(spark, config, table_format)
-    source.append(base)
-    derived.append(derived_rows.unionByName(orphans))
+    source.append(_rows(spark.range(rows)))
+    derived.append(derived_rows.unionByName(_orphans(spark, drift // 3)))
     return source, derived, drift
 
 
@@ -100,39 +105,14 @@ def build_bounded(
 
     source, derived = _tables(spark, config, table_format)
     n = max(3, int(rows * changed))
-
-    def rows_of(first: int, last: int) -> Any:
-        return spark.range(first, last).select(
-            F.format_string("k%010d", "id").alias("k"),
-            (F.col("id") * 7).alias("a"),
-            F.sha1(F.col("id").cast("string")).alias("b"),
-            (F.col("id") / 3.0).alias("c"),
-        )
-
-    base = rows_of(0, rows).repartition(8).sortWithinPartitions("k")
+    base = _rows(spark.range(rows)).repartition(8).sortWithinPartitions("k")
     source.append(base)
     derived.append(base)
     pins = (source.current_version(), derived.current_version())
-    new = rows_of(rows, rows + n)
-    source.append(new)
+    source.append(_rows(spark.range(rows, rows + n)))
     third = F.col("id") % 3
-    drifted = (
-        spark.range(rows, rows + n)
-        .where(third != 0)
-        .select(
-            F.format_string("k%010d", "id").alias("k"),
-            F.when(third == 1, F.col("id") * 7 + 1).otherwise(F.col("id") * 7).alias("a"),
-            F.sha1(F.col("id").cast("string")).alias("b"),
-            (F.col("id") / 3.0).alias("c"),
-        )
-    )
-    orphans = spark.range(n // 3).select(
-        F.format_string("orphan%08d", "id").alias("k"),
-        F.lit(0).cast("bigint").alias("a"),
-        F.lit("x").alias("b"),
-        F.lit(0.0).alias("c"),
-    )
-    derived.append(drifted.unionByName(orphans))
+    drifted = _rows(spark.range(rows, rows + n).where(third != 0), third == 1)
+    derived.append(drifted.unionByName(_orphans(spark, n // 3)))
     return source, derived, pins, n
 
 
@@ -141,40 +121,32 @@ def bounded(
 ) -> tuple[set[tuple[str, str]], dict[str, int]]:
     """What ``lakehouse reconcile --since <the clean run>`` compares: the keys of the files the
     commits since the pins added or removed, then the walk over those keys only."""
-    from workloads.reconciliation.compare import CLASS, both_sides, walk
     from workloads.reconciliation.run import only_keys, union_keys
-    from workloads.reconciliation.summaries import Budget
 
     now = (source.current_version(), derived.current_version())
     keys = union_keys(
         [source.changed_keys(pins[0], now[0], ["k"]), derived.changed_keys(pins[1], now[1], ["k"])], "k"
     )
     src, der = only_keys(source.read(now[0]), derived.read(now[1]), "k", keys)
-    budget = Budget(max_rows=10**12, max_seconds=10**6)
-    found = walk(
-        both_sides(src, der, "k", COLUMNS),
-        "k",
-        start=0,
-        max_ranges=max_ranges,
-        list_rows=list_rows,
-        budget=budget,
-    )
-    rows = [r for frame in found.found for r in frame.collect()]
-    return {(r["k"], r[CLASS]) for r in rows}, {
-        "ranges": sum(found.trace.compared),
-        "jobs": found.trace.jobs,
-        "listed": found.ranges_listed,
-        "rows_diffed": found.rows_diffed,
-    }
+    return _walked(src, der, max_ranges, list_rows)
 
 
 def ranged(
     source: Any, derived: Any, max_ranges: int, list_rows: int
 ) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    """What ``lakehouse reconcile`` compares: the walk over both whole tables."""
+
+    src, der = source.read(source.current_version()), derived.read(derived.current_version())
+    return _walked(src, der, max_ranges, list_rows)
+
+
+def _walked(
+    src: Any, der: Any, max_ranges: int, list_rows: int
+) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    """The bounded walk over two frames: the differences found and the walk's figures."""
     from workloads.reconciliation.compare import CLASS, both_sides, walk
     from workloads.reconciliation.summaries import Budget
 
-    src, der = source.read(source.current_version()), derived.read(derived.current_version())
     budget = Budget(max_rows=10**12, max_seconds=10**6)
     found = walk(
         both_sides(src, der, "k", COLUMNS),

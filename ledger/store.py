@@ -187,7 +187,7 @@ class DeltaLedgerStorage(LedgerStorage):
         pin: int | None,
         meta: dict[str, str],
     ) -> bool | None:
-        local = local_path(table.location)
+        local = _local_delta(table, self)
         if local is not None:
             inserted = _rust_merge(local, records, columns, records[0].seq, meta)
             return _inserted_all(inserted, len(records))
@@ -375,8 +375,7 @@ def read_records(table: Table, *, as_of: int | None = None) -> list[LedgerRecord
     (``refs``) makes no snapshot, so the version read before the migration's first entry
     does not have it yet.
     """
-    storage = storage_for(table)
-    local = local_path(table.location) if storage.format is TableFormat.DELTA else None
+    local = _local_delta(table, storage_for(table))
     if local is not None:
         return _rust_records(local, as_of)
     return spark_records(table, as_of=as_of)
@@ -652,7 +651,7 @@ def commit_entries(
         pin = storage.pin(table)
         base = pin if pin is not None else table.current_version()
         kept = _kept(table, base) if base is not None else None
-        if kept is None and base is not None and _reads_locally(table, storage):
+        if kept is None and base is not None and _local_delta(table, storage) is not None:
             kept = _records_at(table, base)  # delta-rs: the whole (small) ledger costs no Spark job
         if kept is not None:
             held = {r.entry_id for r in kept}
@@ -689,9 +688,10 @@ def commit_entries(
     )
 
 
-def _reads_locally(table: Table, storage: LedgerStorage) -> bool:
-    """Whether the ledger is read in this process (delta-rs) rather than by Spark."""
-    return storage.format is TableFormat.DELTA and local_path(table.location) is not None
+def _local_delta(table: Table, storage: LedgerStorage) -> str | None:
+    """The path of a Delta ledger that delta-rs reads and appends in this process (on the local
+    file system); None when Spark does."""
+    return local_path(table.location) if storage.format is TableFormat.DELTA else None
 
 
 def _keep_after_own_commit(

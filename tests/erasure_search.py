@@ -111,13 +111,16 @@ def person_rows(spark: Any, config: LakehouseConfig, subject: dict[str, Any]) ->
         for name in ("gold.training_sets", "gold.fraud_scores")
         if registry.get(name).exists()
     }
+    on_device = F.when(F.col("device_id") == subject["device"], 1).otherwise(0)
+    theirs = other.groupBy("entity_id").agg(F.count("*").alias("rows"), F.sum(on_device).alias("on_device"))
+    per_entity = theirs.collect()  # the other person's rows in one pass: counts and entity ids
     return {
         **derived,
         "subject_rows": silver.where(key.isin(subject["emails"]) | mine).count(),
         "subject_correlations": correlations.where(
             (F.col("entity_a") == subject["entity"]) | (F.col("entity_b") == subject["entity"])
         ).count(),
-        "other_rows": other.count(),
-        "other_entities": sorted({r[0] for r in other.select("entity_id").distinct().collect()}),
-        "other_on_device": other.where(F.col("device_id") == subject["device"]).count(),
+        "other_rows": sum(int(r["rows"]) for r in per_entity),
+        "other_entities": sorted(r["entity_id"] for r in per_entity),
+        "other_on_device": sum(int(r["on_device"]) for r in per_entity),
     }
