@@ -477,7 +477,9 @@ class Table(ABC):
         Delta deletes exactly those files (what ``VACUUM`` would delete for them, leaving every
         other removed file, so versions that never held the subject stay readable); Iceberg
         drops the tags on those snapshots and expires exactly them (``expire_snapshots`` with
-        their ids), which deletes the files no remaining snapshot references.
+        their ids), which deletes the files no remaining snapshot references, then removes the
+        files older than a day that no snapshot ever referenced (``remove_orphan_files``: a
+        crashed writer's, which may hold the subject's rows too).
         """
 
     def _refuse_in_bronze(self, operation: str) -> None:

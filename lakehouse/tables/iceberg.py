@@ -7,10 +7,11 @@ file with serving, takes the candidate's writes, and is published by fast-forwar
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.config import TableFormat
 from lakehouse.errors import CandidateError, TableError, TableExistsError, TableMissingError, UsageError
@@ -43,6 +44,12 @@ DEFAULT_PROPERTIES = {"format-version": "2"}
 MAX_SNAPSHOT_AGE = "history.expire.max-snapshot-age-ms"
 """How old a snapshot ``expire_snapshots`` removes when called without ``older_than``."""
 DAY_MS = 86_400_000
+ORPHAN_AGE: Final = timedelta(days=1, minutes=1)
+"""How old a file no snapshot references must be for a purge to remove it: Iceberg's
+``remove_orphan_files`` procedure refuses anything under 24 hours (a concurrent writer's files
+are unreferenced until its commit), and a minute covers the time until the JVM checks."""
+
+log = logging.getLogger(__name__)
 
 
 class IcebergTable(Table):
@@ -427,7 +434,21 @@ class IcebergTable(Table):
             raise TableError(
                 f"{self.name}: expiry left {len(gone)} file(s) that held erased rows, e.g. {gone[0]}"
             )
-        return done
+        return [*done, *self._remove_orphan_files(datetime.now(UTC) - ORPHAN_AGE)]
+
+    def _remove_orphan_files(self, older_than: datetime) -> list[str]:
+        """Iceberg's ``remove_orphan_files`` over the table's folder: every file older than
+        ``older_than`` that no snapshot, tag or branch references (a crashed writer's data
+        files, which may hold an erased subject's rows) is deleted. One line saying what was
+        looked for, then one per file removed."""
+        stamp = older_than.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+        rows = self.spark.sql(
+            f"CALL `{self.catalog}`.system.remove_orphan_files(table => '{self.procedure_name}', "
+            f"older_than => TIMESTAMP '{stamp}')"
+        ).collect()
+        removed = sorted(file_path(str(row[0])) for row in rows)
+        log.info("%s: remove_orphan_files removed %d file(s) older than %s", self.name, len(removed), stamp)
+        return _orphan_lines(removed, stamp)
 
     def readable(self, version: int) -> bool:
         """A snapshot still in the metadata is readable: expiry deletes only the files that no
@@ -483,6 +504,12 @@ class IcebergTable(Table):
                 f"{self.name} does not exist as {self.location}; create it first "
                 f"(lakehouse demo creates every configured table)"
             )
+
+
+def _orphan_lines(removed: Sequence[str], stamp: str) -> list[str]:
+    """What a purge reports of ``remove_orphan_files``: what it looked for, then each file removed."""
+    head = f"removed {len(removed)} orphan file(s) (no snapshot references them; older than {stamp} UTC)"
+    return [head, *(f"removed orphan file {path}" for path in removed)]
 
 
 def _snapshot_options(meta: Mapping[str, str]) -> dict[str, str]:

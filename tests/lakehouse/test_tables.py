@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +23,7 @@ from lakehouse.errors import (
 )
 from lakehouse.tables import Table
 from lakehouse.tables.base import file_path
+from tests.lakehouse.conftest import ICEBERG
 
 pytestmark = pytest.mark.spark
 
@@ -377,17 +381,28 @@ def files_naming(table: Table, needle: str) -> list[str]:
     return sorted(found)
 
 
-def test_an_erasure_rewrites_the_subjects_files_and_purges_only_the_versions_that_held_them(
-    make_table: Any, spark_session: Any
-) -> None:
+BEFORE_SUBJECT = [(1, "a", "bob@example.org"), (2, "b", "carol@example.org")]
+
+
+def subject_history(make_table: Any, spark: Any) -> tuple[Table, int, int]:
+    """A Bronze table of two versions: ``before`` (:data:`BEFORE_SUBJECT`), then ``held``, which
+    adds the subject's row and another person's."""
     table = make_table(PERSONAL_SCHEMA, zone=Zone.BRONZE, partition_by=("part",), personal=("who",))
-    data = lambda rows: spark_session.createDataFrame(rows, PERSONAL_SCHEMA)  # noqa: E731
-    table.append(data([(1, "a", "bob@example.org"), (2, "b", "carol@example.org")]), run_id="r1")
+    table.append(spark.createDataFrame(BEFORE_SUBJECT, PERSONAL_SCHEMA), run_id="r1")
     before = table.current_version()
-    table.append(data([(3, "a", SUBJECT), (4, "b", "dave@example.org")]), run_id="r2")
+    table.append(
+        spark.createDataFrame([(3, "a", SUBJECT), (4, "b", "dave@example.org")], PERSONAL_SCHEMA), run_id="r2"
+    )
     held = table.current_version()
     assert before is not None
     assert held is not None
+    return table, before, held
+
+
+def test_an_erasure_rewrites_the_subjects_files_and_purges_only_the_versions_that_held_them(
+    make_table: Any, spark_session: Any
+) -> None:
+    table, before, held = subject_history(make_table, spark_session)
     if table.capabilities.version_tags:
         table.tag_version("audit-keep", held, 30)
     keys = subject_keys(spark_session)
@@ -415,12 +430,60 @@ def test_an_erasure_rewrites_the_subjects_files_and_purges_only_the_versions_tha
     assert held not in table.retained_versions(), "the version that held the subject is gone"
     if not table.capabilities.version_tags:
         assert table.removal_note(held).endswith("was purged: erasure certificate C-1")
-    assert rows(table, as_of=before) == [(1, "a", "bob@example.org"), (2, "b", "carol@example.org")]
+    assert rows(table, as_of=before) == BEFORE_SUBJECT
     assert table.readable(before), "a version that never held the subject stays readable"
     if table.capabilities.version_tags:
         assert "dropped tag audit-keep" in " ".join(done)
         assert all(t.name != "audit-keep" for t in table.tags())
     assert files_naming(table, "dave@example.org"), "other subjects' rows stay"
+
+
+def plant_unreferenced_copy(source: str, label: str, age: timedelta) -> str:
+    """A data file no snapshot references, beside ``source`` (a copy of it) and ``age`` old by
+    its modification time: what a writer that died before its commit leaves."""
+    planted = os.path.join(os.path.dirname(source), f"00000-0-{uuid.uuid4()}-{label}.parquet")
+    shutil.copyfile(source, planted)
+    then = time.time() - age.total_seconds()
+    os.utime(planted, (then, then))
+    return planted
+
+
+@pytest.mark.parametrize("storage", [ICEBERG], ids=["iceberg"])
+def test_an_iceberg_purge_removes_a_crashed_writers_file_of_the_subject_and_keeps_every_referenced_one(
+    make_table: Any, spark_session: Any, catalog_config: Any
+) -> None:
+    """``remove_orphan_files`` after the expiry: a day-old unreferenced file holding the subject
+    goes; a fresh one (a writer that may still commit) and every file a snapshot references stay."""
+    from lakehouse.catalog import iceberg_identifier, open_catalog
+
+    table, before, held = subject_history(make_table, spark_session)
+    keys, on = subject_keys(spark_session), "array_contains(s.who, t.who)"
+    files = sorted(table.files_matching(keys, on, version=held))
+    crashed = plant_unreferenced_copy(files[0], "crashed", timedelta(days=2))
+    running = plant_unreferenced_copy(sorted(table.data_files_at(before))[0], "running", timedelta(0))
+
+    table.erase_matching(keys, on, run_id="erase-1", reason="request 7")
+    current = rows(table)
+    done = table.purge([held], files, note="erasure certificate C-1")
+
+    assert f"removed orphan file {file_path(crashed)}" in done
+    assert done[-2].startswith("removed 1 orphan file(s)"), done
+    assert not os.path.exists(crashed)
+    assert os.path.exists(running), "a file younger than a day may be a running writer's: kept"
+    referenced = {f for version in table.retained_versions() for f in table.data_files_at(version)}
+    assert referenced
+    assert all(os.path.exists(f) for f in referenced)
+    assert rows(table) == current
+    assert rows(table, as_of=before) == BEFORE_SUBJECT
+    assert files_naming(table, SUBJECT) == []
+
+    with pytest.raises(VersionNotFoundError, match=f"has no version {held}"):
+        table.read(as_of=held)
+    with pytest.raises(Exception, match=f"Cannot find snapshot with ID {held}"):
+        spark_session.sql(f"SELECT * FROM {table.sql_name} VERSION AS OF {held}").collect()
+    loaded = open_catalog(catalog_config).load_table(iceberg_identifier(table.location))
+    with pytest.raises(ValueError, match=f"Snapshot not found: {held}"):
+        loaded.scan(snapshot_id=held).to_arrow()
 
 
 def test_a_redacting_erasure_keeps_the_rows_and_replaces_only_the_subjects_values(
