@@ -84,6 +84,7 @@ from ledger.migrations import (
 from ledger.reader import LedgerReader
 from ledger.store import (
     DeltaLedgerStorage,
+    IcebergLedgerStorage,
     commit_entries,
     current_records,
     is_conflict,
@@ -783,6 +784,67 @@ def test_both_delta_merges_append_once_and_insert_nothing_on_a_taken_seq(
         assert [r.seq for r in records] == list(range(len(records)))
         assert records == spark_records(table), "delta-rs reads what Spark reads"
         assert read_records(table, as_of=2) == spark_records(table, as_of=2)
+        assert LedgerReader(table).verify().ok
+    finally:
+        table.drop()
+
+
+@pytest.mark.spark
+def test_both_iceberg_appends_commit_once_and_refuse_a_snapshot_that_moved(
+    spark_session: Any, lakehouse_config: LakehouseConfig
+) -> None:
+    """The guarded append through pyiceberg (a JDBC catalog and a local warehouse) and through
+    Spark (any other catalog or storage), on one real Iceberg ledger: each commits its batch
+    once with the run's snapshot properties, and a batch read from a snapshot another writer
+    has moved past writes nothing (pyiceberg: False, retry from the new tip; Spark: Iceberg's
+    validation fails as a conflict); Spark reads every pyiceberg commit at once (its cached
+    table is refreshed), pyiceberg reads what Spark reads, at any snapshot, and the chain they
+    make together verifies."""
+    from lakehouse.tables.base import commit_metadata
+    from ledger.chain import commit_anchor
+
+    config = lakehouse_config.model_copy(
+        update={"force_format": TableFormat.ICEBERG, "instance": f"im{uuid.uuid4().hex[:6]}"}
+    )
+    registry = TableRegistry(spark_session, config)
+    open_ledger(registry, clock=FixedClock(T0))
+    table = ledger_table(registry)
+    storage = storage_for(table)
+    assert isinstance(storage, IcebergLedgerStorage)
+    columns = table_columns(table)
+    versions: dict[str, int | None] = {}
+    try:
+        for name in ("pyiceberg", "spark"):
+            tip = read_records(table)[-1]
+            pin = table.current_version()
+            records = link(
+                run_entries(f"run-{name}")[:2],
+                Tip(tip.seq, tip.hash, tip.schema_version),
+                recorded_at=T0,
+                schema_version=CURRENT_SCHEMA_VERSION,
+            )
+            meta = commit_metadata(f"run-{name}", commit_anchor(records))
+            if name == "pyiceberg":
+                assert storage.guarded_append(table, records, columns, pin=pin, meta=meta) is True
+            else:
+                assert storage.spark_overwrite(table, records, columns, pin=pin, meta=meta) is True
+            assert table.history()[-1].run_id == f"run-{name}", "the commit carries the run's metadata"
+            assert spark_records(table)[-2:] == records, f"{name}: Spark reads the commit at once"
+            rival = [dataclasses.replace(r, entry_id="0" * 32) for r in records]
+            if name == "pyiceberg":
+                assert storage.guarded_append(table, rival, columns, pin=pin, meta=meta) is False
+            else:
+                with pytest.raises(Exception, match="conflicting") as raised:
+                    storage.spark_overwrite(table, rival, columns, pin=pin, meta=meta)
+                assert is_conflict(raised.value), raised.value
+            versions[name] = table.current_version()
+        records = read_records(table)
+        assert [r.seq for r in records] == list(range(len(records)))
+        assert records == spark_records(table), "pyiceberg reads what Spark reads"
+        earlier = versions["pyiceberg"]
+        assert earlier is not None
+        assert read_records(table, as_of=earlier) == spark_records(table, as_of=earlier)
+        assert len(read_records(table, as_of=earlier)) == len(records) - 2
         assert LedgerReader(table).verify().ok
     finally:
         table.drop()
