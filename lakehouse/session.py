@@ -74,6 +74,11 @@ def catalog_secrets(config: LakehouseConfig) -> dict[str, str]:
     return {f"spark.sql.catalog.{config.iceberg.name}.jdbc.password": password}
 
 
+PYTHON_CALL_SITES = "spark.python.sql.dataFrameDebugging.enabled"
+"""PySpark's setting for recording Python call sites in DataFrame errors (off here: see
+:func:`session_conf`); PySpark reads it once per process, from the active session."""
+
+
 def session_conf(config: LakehouseConfig) -> dict[str, str]:
     """Every setting of the local session, before user overrides in ``spark.conf``."""
     conf = catalog_conf(config) | catalog_secrets(config)
@@ -85,6 +90,10 @@ def session_conf(config: LakehouseConfig) -> dict[str, str]:
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.adaptive.enabled": "true",
+            # PySpark records the Python caller of every Column and functions call for its
+            # DataFrame error messages, about ten round trips to the JVM instead of one; the
+            # product builds wide column lists on the driver, where that cost dominates small data.
+            PYTHON_CALL_SITES: "false",
             # Delta rebuilds table state with this many shuffle partitions (default 50),
             # which dominates small-table latency on a 2-core machine.
             "spark.databricks.delta.snapshotPartitions": str(config.spark.shuffle_partitions),
@@ -258,6 +267,7 @@ def runtime_conf(config: LakehouseConfig) -> dict[str, str]:
     """Settings that may still change after the JVM started (SQL settings, Delta's among them,
     and the catalog's secrets)."""
     runtime = (
+        PYTHON_CALL_SITES,
         "spark.sql.shuffle.partitions",
         "spark.sql.session.timeZone",
         "spark.databricks.delta.snapshotPartitions",

@@ -62,15 +62,10 @@ INTERPRETED = {"spark.sql.codegen.factoryMode": "NO_CODEGEN", "spark.sql.codegen
 query's code costs more than running it (the suite's builds and replays took 15-30% less,
 measured in the closing note of issue 13's second stop)."""
 
-NO_PYTHON_CALL_SITES = {"spark.python.sql.dataFrameDebugging.enabled": "false"}
-"""PySpark does not record the Python caller of each ``functions`` and ``Column`` call for
-DataFrame error messages: recording it takes about ten round trips to the JVM instead of one,
-and the reconcile module took 21% less without it (214 s -> 168 s, measured: see the
-suite-time history in docs/benchmarks.md). A static setting that only PySpark reads, once per process."""
-
 AS_USERS_RUN = ("tests/test_demo.py", "tests/jobs/test_cli_history.py")
-"""The product-path modules (the demo, every CLI command): Spark's code generation and PySpark's
-call sites, as users get them (the two settings above are for the other modules only)."""
+"""The product-path modules (the demo, every CLI command): Spark's code generation as users get
+it (the setting above is for the other modules only). PySpark's call sites are off for every
+module, as the product sets them (``lakehouse.session.PYTHON_CALL_SITES``)."""
 
 
 def spark_deselected(config: pytest.Config) -> bool:
@@ -103,7 +98,6 @@ def _test_config(workdir: Path, **overrides: Any) -> LakehouseConfig:
             "spark.conf": {
                 "spark.sql.adaptive.coalescePartitions.enabled": "true",
                 **INTERPRETED,
-                **NO_PYTHON_CALL_SITES,
             },
             "spark.java_options": os.environ.get("LAKEHOUSE_TEST_JAVA_OPTIONS", TEST_JAVA_OPTIONS),
             # the shared session also serves the PostgreSQL catalog (postgres_config)
@@ -170,27 +164,17 @@ def spark_session(request: pytest.FixtureRequest, lakehouse_config: LakehouseCon
 
 @pytest.fixture(scope="module", autouse=True)
 def spark_as_users_run(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Spark's and PySpark's defaults for the modules in :data:`AS_USERS_RUN`, put back afterwards:
-    code generation is a runtime SQL setting of the shared session; PySpark's call sites are
-    its once-per-process reading of a static setting, so that reading is what changes."""
+    """Spark's code generation for the modules in :data:`AS_USERS_RUN`, put back afterwards (a
+    runtime SQL setting of the shared session)."""
     if request.node.nodeid not in AS_USERS_RUN:
         yield
         return
     spark = request.getfixturevalue("spark_session")
     for key in INTERPRETED:
         spark.conf.unset(key)  # type: ignore[attr-defined]
-    _record_python_call_sites(True)
     yield
     for key, value in INTERPRETED.items():
         spark.conf.set(key, value)  # type: ignore[attr-defined]
-    _record_python_call_sites(False)
-
-
-def _record_python_call_sites(record: bool) -> None:
-    from pyspark.errors import utils
-
-    assert hasattr(utils, "_enable_debugging_cache"), "PySpark no longer keeps dataFrameDebugging there"
-    utils._enable_debugging_cache = record
 
 
 @pytest.fixture(params=FORMATS, ids=[f.value for f in FORMATS])

@@ -171,3 +171,15 @@ def test_the_cluster_example_extends_the_shipped_file_with_a_postgresql_catalog(
     missing.write_text("extends: nowhere.yaml\n")
     with pytest.raises(ConfigError, match=r"nowhere\.yaml: configuration file not found"):
         load_config(missing, environ={})
+
+
+def test_pyspark_records_no_python_call_sites_unless_the_user_asks() -> None:
+    """Off in the local session and when joining spark-submit's (``spark.conf`` wins)."""
+    from lakehouse.session import PYTHON_CALL_SITES, runtime_conf, session_conf
+
+    shipped = load_config(REPO / "conf" / "lakehouse.yaml", environ={})
+    assert session_conf(shipped)[PYTHON_CALL_SITES] == runtime_conf(shipped)[PYTHON_CALL_SITES] == "false"
+    asked = shipped.model_copy(
+        update={"spark": shipped.spark.model_copy(update={"conf": {PYTHON_CALL_SITES: "true"}})}
+    )
+    assert session_conf(asked)[PYTHON_CALL_SITES] == "true"
