@@ -336,6 +336,14 @@ def _arrow_schema(columns: Sequence[str]) -> pa.Schema:
     return pa.schema([pa.field(c, types[c][0], nullable=types[c][1]) for c in columns])
 
 
+def _arrow_batch(records: Sequence[LedgerRecord], columns: Sequence[str]) -> pa.Table:
+    """``records`` as an Arrow table of the ledger's ``columns`` (what delta-rs and pyiceberg write)."""
+    import pyarrow as pa
+
+    rows = [{c: (getattr(r, c) if c != "refs" else _refs_value(r)) for c in columns} for r in records]
+    return pa.Table.from_pylist(rows, schema=_arrow_schema(columns))
+
+
 def _rust_merge(
     location: str,
     records: Sequence[LedgerRecord],
@@ -344,15 +352,12 @@ def _rust_merge(
     meta: dict[str, str],
 ) -> object:
     """The guarded MERGE through delta-rs; returns its insert count."""
-    import pyarrow as pa
     from deltalake import CommitProperties, DeltaTable
 
-    rows = [{c: (getattr(r, c) if c != "refs" else _refs_value(r)) for c in columns} for r in records]
-    source = pa.Table.from_pylist(rows, schema=_arrow_schema(columns))
     merged = (
         DeltaTable(location)
         .merge(
-            source=source,
+            source=_arrow_batch(records, columns),
             predicate=f"t.seq >= {int(first_seq)}",
             source_alias="s",
             target_alias="t",
@@ -374,8 +379,6 @@ def _pyiceberg_append(
 ) -> bool:
     """The guarded append through pyiceberg: False (nothing written) if another writer
     committed since ``pin``; the commit itself fails if one does so before it lands."""
-    import pyarrow as pa
-
     current = handle.current_snapshot()
     if (current.snapshot_id if current is not None else None) != pin:
         return False
@@ -384,8 +387,7 @@ def _pyiceberg_append(
     # (the table's own properties are left as they are); commit_entries retries from the tip.
     properties = {**handle.metadata.properties, _COMMIT_RETRIES: "0"}
     handle.metadata = handle.metadata.model_copy(update={"properties": properties})
-    rows = [{c: (getattr(r, c) if c != "refs" else _refs_value(r)) for c in columns} for r in records]
-    handle.append(pa.Table.from_pylist(rows, schema=_arrow_schema(columns)), snapshot_properties=meta)
+    handle.append(_arrow_batch(records, columns), snapshot_properties=meta)
     return True
 
 

@@ -443,7 +443,7 @@ class IcebergTable(Table):
         files, which may hold an erased subject's rows) is deleted. One line saying what was
         looked for, then one per file removed."""
         stamp = older_than.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-        folder = file_path(str(self._api().location()))
+        folder = file_path(self.storage_locations()[0])
         if os.path.isdir(folder) and not _any_file_older(folder, older_than):
             # Nothing in the folder is old enough for the procedure to remove: its Spark job
             # (about 1.6 s a table) would list the folder and find nothing.

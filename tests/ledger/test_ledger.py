@@ -85,6 +85,7 @@ from ledger.reader import LedgerReader
 from ledger.store import (
     DeltaLedgerStorage,
     IcebergLedgerStorage,
+    LedgerStorage,
     commit_entries,
     current_records,
     is_conflict,
@@ -739,6 +740,18 @@ def test_two_concurrent_writers_keep_one_linear_chain(registry: TableRegistry) -
     assert results["a"][0] + results["b"][0] >= 3, results  # the loser of the race retried
 
 
+def ledger_in(
+    spark: Any, config: LakehouseConfig, layout: TableFormat, prefix: str
+) -> tuple[Table, LedgerStorage, list[str]]:
+    """A fresh ledger of its own instance with every zone in ``layout``: the table, its storage
+    and its columns."""
+    instance = f"{prefix}{uuid.uuid4().hex[:6]}"
+    registry = TableRegistry(spark, config.model_copy(update={"force_format": layout, "instance": instance}))
+    open_ledger(registry, clock=FixedClock(T0))
+    table = ledger_table(registry)
+    return table, storage_for(table), table_columns(table)
+
+
 @pytest.mark.spark
 def test_both_delta_merges_append_once_and_insert_nothing_on_a_taken_seq(
     spark_session: Any, lakehouse_config: LakehouseConfig
@@ -750,16 +763,9 @@ def test_both_delta_merges_append_once_and_insert_nothing_on_a_taken_seq(
     from lakehouse.tables.base import commit_metadata
     from ledger.chain import commit_anchor
 
-    config = lakehouse_config.model_copy(
-        update={"force_format": TableFormat.DELTA, "instance": f"dm{uuid.uuid4().hex[:6]}"}
-    )
-    registry = TableRegistry(spark_session, config)
-    open_ledger(registry, clock=FixedClock(T0))
-    table = ledger_table(registry)
-    storage = storage_for(table)
+    table, storage, columns = ledger_in(spark_session, lakehouse_config, TableFormat.DELTA, "dm")
     assert isinstance(storage, DeltaLedgerStorage)
     assert local_path(table.location) is not None, "the test warehouse is local: delta-rs appends"
-    columns = table_columns(table)
     try:
         for name, way in (("rust", "guarded_append"), ("spark", "spark_merge")):
             tip = read_records(table)[-1]
@@ -803,15 +809,8 @@ def test_both_iceberg_appends_commit_once_and_refuse_a_snapshot_that_moved(
     from lakehouse.tables.base import commit_metadata
     from ledger.chain import commit_anchor
 
-    config = lakehouse_config.model_copy(
-        update={"force_format": TableFormat.ICEBERG, "instance": f"im{uuid.uuid4().hex[:6]}"}
-    )
-    registry = TableRegistry(spark_session, config)
-    open_ledger(registry, clock=FixedClock(T0))
-    table = ledger_table(registry)
-    storage = storage_for(table)
+    table, storage, columns = ledger_in(spark_session, lakehouse_config, TableFormat.ICEBERG, "im")
     assert isinstance(storage, IcebergLedgerStorage)
-    columns = table_columns(table)
     versions: dict[str, int | None] = {}
     try:
         for name in ("pyiceberg", "spark"):
