@@ -1,6 +1,7 @@
 """``lakehouse demo`` end to end, as a user runs it: the shipped mixed-format configuration
-(Delta Bronze; Iceberg Silver, Gold and ops), small sizes, through ``jobs.cli.main`` with
-Spark's defaults (``tests/conftest.py`` ``AS_USERS_RUN``).
+(Delta Bronze; Iceberg Silver, Gold and ops), small sizes, through ``jobs.cli.main`` (with
+expressions interpreted, as every test module: ``tests/conftest.py`` ``INTERPRETED``; the
+story with Spark's code generation is ``make cluster-demo``).
 
 What a user relies on: the command exits 0; every zone's tables exist and hold rows; the
 generator's ground truth is conserved (each delivered line is in Bronze, and each planted
