@@ -220,12 +220,21 @@ def merge_clauses(update: Mapping[str, str] | None, delete_when: str | None = No
 
 def _files_matching(frames: Mapping[int, DataFrame], keys: DataFrame, on: str) -> dict[int, dict[str, int]]:
     """Per tagged frame, its data files holding rows that match ``keys`` on ``on``, with their
-    row counts, in one Spark job: the frames tagged, united by name (a column one of them lacks
-    is null there), joined with ``keys`` once and counted per tag and file."""
+    row counts, in one Spark job (:func:`_matching_counts`)."""
+    found: dict[int, dict[str, int]] = {key: {} for key in frames}
+    if not frames:
+        return found
+    tagged = {str(key): df for key, df in frames.items()}
+    for row in _matching_counts(tagged, keys, on).collect():
+        found[int(row[0])][file_path(str(row[1]))] = int(row[2])
+    return found
+
+
+def _matching_counts(frames: Mapping[str, DataFrame], keys: DataFrame, on: str) -> DataFrame:
+    """The plan of ``(tag, file, count)``: the frames tagged, united by name (a column one of
+    them lacks is null there), joined with ``keys`` once and counted per tag and file."""
     from pyspark.sql import functions as F
 
-    if not frames:
-        return {}
     tag, file = "__lakehouse_tag", "__lakehouse_file"
     tagged = [
         df.select(F.lit(key).alias(tag), F.input_file_name().alias(file), "*") for key, df in frames.items()
@@ -234,10 +243,7 @@ def _files_matching(frames: Mapping[int, DataFrame], keys: DataFrame, on: str) -
     for frame in tagged[1:]:
         located = located.unionByName(frame, allowMissingColumns=True)
     matched = located.alias("t").join(F.broadcast(keys.alias("s")), F.expr(on), "left_semi")
-    found: dict[int, dict[str, int]] = {key: {} for key in frames}
-    for row in matched.groupBy(tag, file).count().collect():
-        found[int(row[0])][file_path(str(row[1]))] = int(row[2])
-    return found
+    return matched.groupBy(tag, file).count().select(tag, file, "count")
 
 
 def file_path(location: str) -> str:
@@ -476,7 +482,7 @@ class Table(ABC):
 
         Delta deletes exactly those files (what ``VACUUM`` would delete for them, leaving every
         other removed file, so versions that never held the subject stay readable); Iceberg
-        drops the tags on those snapshots and expires exactly them (``expire_snapshots`` with
+        drops the tags on those snapshots and expires exactly them (Iceberg's ``ExpireSnapshots`` with
         their ids), which deletes the files no remaining snapshot references, then removes the
         files older than a day that no snapshot ever referenced (``remove_orphan_files``: a
         crashed writer's, which may hold the subject's rows too).
@@ -824,3 +830,54 @@ def _sample(values: Sequence[int], limit: int = 8) -> str:
         return "none (the table was never written)"
     shown = ", ".join(str(v) for v in values[-limit:])
     return shown if len(values) <= limit else f"... {shown}"
+
+
+@dataclass(frozen=True)
+class Search:
+    """What :func:`files_matching_tables` looks for in one table: the rows matching the keys on
+    ``on`` (SQL over the table's row ``t`` and a key row ``s``, as in
+    :meth:`Table.erase_matching`) in each of ``versions`` and of the open ``candidates``."""
+
+    table: Table
+    on: str
+    versions: Sequence[int]
+    candidates: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where one :class:`Search` found matching rows: per version and per candidate, its data
+    files with their row counts (``{}``: none there)."""
+
+    versions: Mapping[int, Mapping[str, int]]
+    candidates: Mapping[str, Mapping[str, int]]
+
+
+def files_matching_tables(keys: DataFrame, searches: Sequence[Search]) -> list[Found]:
+    """:meth:`Table.files_matching_versions` and :meth:`Table.files_matching` (per candidate)
+    for several tables in one Spark job: each table's versions and candidates are read in one
+    plan and counted per tag and file (:func:`_matching_counts`), and the tables' counts are
+    united and collected once. An erasure searches every retained version of every table: on a
+    20-person history that was twelve jobs of about 0.5 s each, one per table."""
+    from pyspark.sql import functions as F
+
+    plans = []
+    for index, search in enumerate(searches):
+        frames = {f"v{version}": search.table.read(version) for version in search.versions}
+        for name in search.candidates:
+            frames[f"c{name}"] = search.table.read_candidate(search.table.open_candidate(name, None))
+        if frames:
+            plans.append(_matching_counts(frames, keys, search.on).withColumn("__table", F.lit(index)))
+    rows = []
+    if plans:
+        united = plans[0]
+        for plan in plans[1:]:
+            united = united.unionByName(plan)
+        rows = united.collect()
+    versions: list[dict[int, dict[str, int]]] = [{int(v): {} for v in s.versions} for s in searches]
+    candidates: list[dict[str, dict[str, int]]] = [{str(n): {} for n in s.candidates} for s in searches]
+    for tag, file, count, index in rows:
+        kind, name = str(tag)[0], str(tag)[1:]
+        place = versions[int(index)][int(name)] if kind == "v" else candidates[int(index)][name]
+        place[file_path(str(file))] = int(count)
+    return [Found(v, c) for v, c in zip(versions, candidates, strict=True)]

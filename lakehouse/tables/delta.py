@@ -451,8 +451,10 @@ class DeltaLakeTable(Table):
     def retained_versions(self) -> list[int]:
         if not self.exists():
             return []
-        found = (_COMMIT_FILE.fullmatch(name) for name in _list_dir(self.spark, self._log_location))
-        return [v for v in sorted(int(m.group(1)) for m in found if m) if self.readable(v)]
+        log = set(_list_dir(self.spark, self._log_location))
+        purged = self._purged()
+        found = (_COMMIT_FILE.fullmatch(name) for name in log)
+        return [v for v in sorted(int(m.group(1)) for m in found if m) if self._readable(v, log, purged)]
 
     def purge(self, versions: Sequence[int], files: Sequence[str], *, note: str) -> list[str]:
         self._require()
@@ -489,12 +491,18 @@ class DeltaLakeTable(Table):
         files, not log entries, so a listed version may be unreadable)."""
         if not self.exists() or version < 0:
             return False
-        log = set(_list_dir(self.spark, self._log_location))
-        purged = self._purged()
+        return self._readable(version, set(_list_dir(self.spark, self._log_location)), self._purged())
+
+    def _readable(self, version: int, log: set[str], purged: Mapping[str, str]) -> bool:
+        """:meth:`readable`, given the log folder's names and the purge record."""
         if str(version) in purged:
             return False
-        if f"{version:020d}.json" in log and LAST_VACUUM_FILE not in log and not purged:
-            return True  # its commit is in the log, and no VACUUM or erasure ever removed a file
+        if f"{version:020d}.json" in log and LAST_VACUUM_FILE not in log:
+            # Its commit is in the log and no VACUUM ever removed a file. An erasure's purge
+            # deletes files too, but records every version that lists one (:meth:`purge`: the
+            # versions that held the subject's rows are exactly those listing the files that
+            # held them), so a version it does not name lists no deleted file.
+            return True
         try:
             files = (
                 self.spark.read.format("delta")

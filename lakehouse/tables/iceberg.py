@@ -424,11 +424,7 @@ class IcebergTable(Table):
             self.spark.sql(f"ALTER TABLE {self.sql_name} DROP TAG `{name}`")
             done.append(f"dropped tag {name} (snapshot {snapshot})")
         ids = ", ".join(str(v) for v in doomed)
-        # older_than at the epoch: expire exactly these snapshots, nothing by age
-        self.spark.sql(
-            f"CALL `{self.catalog}`.system.expire_snapshots(table => '{self.procedure_name}', "
-            f"older_than => TIMESTAMP '1970-01-01 00:00:01', snapshot_ids => array({ids}))"
-        )
+        _expire_exactly(self._api(), doomed)
         done.append(f"expired snapshots {ids}")
         gone = sorted({file_path(f) for f in files if os.path.exists(file_path(f))})
         if gone:
@@ -511,6 +507,19 @@ class IcebergTable(Table):
                 f"{self.name} does not exist as {self.location}; create it first "
                 f"(lakehouse demo creates every configured table)"
             )
+
+
+def _expire_exactly(table: Any, snapshot_ids: Sequence[int]) -> None:
+    """Iceberg's own ``ExpireSnapshots`` on the driver's table (the operation the
+    ``expire_snapshots`` procedure runs, without its Spark jobs): exactly ``snapshot_ids`` expire
+    (older-than at the epoch, so none by age, whatever the table's retention properties say),
+    and the files no remaining snapshot, tag or branch references are deleted. On a table of a
+    few snapshots it takes milliseconds where the procedure's planning and Spark jobs took about
+    0.9 s (measured on an erasure of a 20-person history, 2026-12-06)."""
+    expire = table.expireSnapshots().expireOlderThan(1000)
+    for snapshot_id in snapshot_ids:
+        expire = expire.expireSnapshotId(int(snapshot_id))
+    expire.commit()
 
 
 def _any_file_older(folder: str, moment: datetime) -> bool:

@@ -22,7 +22,7 @@ from lakehouse.errors import (
     ZonePolicyError,
 )
 from lakehouse.tables import Table
-from lakehouse.tables.base import file_path
+from lakehouse.tables.base import Found, Search, file_path, files_matching_tables
 from tests.lakehouse.conftest import ICEBERG
 
 pytestmark = pytest.mark.spark
@@ -412,6 +412,18 @@ def test_an_erasure_rewrites_the_subjects_files_and_purges_only_the_versions_tha
     assert by_version == {v: table.files_matching(keys, on, version=v) for v in table.retained_versions()}, (
         "one job over every version finds what one job per version finds"
     )
+    other = make_table("id INT, who STRING")
+    other.append(
+        spark_session.createDataFrame([(9, SUBJECT), (10, "erin@example.org")], "id INT, who STRING")
+    )
+    mine = other.current_version()
+    assert mine is not None
+    both = files_matching_tables(
+        keys, [Search(table, on, table.retained_versions()), Search(other, "t.who = s.who[0]", [mine])]
+    )
+    assert both[0] == Found(by_version, {}), "one job over several tables finds what one per table finds"
+    assert both[1] == Found({mine: other.files_matching(keys, "t.who = s.who[0]")}, {})
+    assert sum(both[1].versions[mine].values()) == 1
     holding = sorted(v for v, files in by_version.items() if files)
     files = sorted({f for found in by_version.values() for f in found})
     assert holding == [held]

@@ -54,7 +54,7 @@ from typing import Final
 
 from lakehouse.errors import DataQualityError, InjectedFailure, UsageError
 from lakehouse.tables import TableRegistry
-from lakehouse.tables.base import file_path
+from lakehouse.tables.base import Search, file_path, files_matching_tables
 from ledger import ErasedIn, ErasureCertificate, ErasureProgress, ErasureVerification, Ledger, RunStarted
 from ledger.chain import LedgerRecord
 from ledger.timeline import erasure_certificates
@@ -214,35 +214,41 @@ def locate(
     registry: TableRegistry, subject: Subject, roots: Roots, progress: Progress | None = None
 ) -> Places:
     """Every place that holds the subject (step 2 of the module): reads only, writes nothing."""
-    places = []
     keys = key_row(registry.spark, subject).localCheckpoint() if not subject.empty else None
+    searches: dict[str, Search] = {}
     for name in tables_with_rules(registry):
         table = registry.get(name)
         if keys is None or not table.exists() or table.current_version() is None:
-            places.append(TablePlace(table=name, current=table.current_version() if table.exists() else None))
             continue
         if progress:
             progress(f"searching {name}")
-        versions: dict[int, int] = {}
-        files: dict[str, int] = {}
         retained = table.retained_versions()
-        for version, found in table.files_matching_versions(keys, TREATMENTS[name].match, retained).items():
-            if found:
-                versions[version] = sum(found.values())
-                files.update(found)
-        candidates: dict[str, int] = {}
-        for candidate_name in table.list_candidates():
-            found = table.files_matching(
-                keys, TREATMENTS[name].match, candidate=table.open_candidate(candidate_name, None)
-            )
-            if found:
-                candidates[candidate_name] = sum(found.values())
-                files.update(found)
+        searches[name] = Search(table, TREATMENTS[name].match, retained, table.list_candidates())
+    found = (
+        dict(zip(searches, files_matching_tables(keys, list(searches.values())), strict=True))
+        if keys is not None
+        else {}
+    )
+    places = []
+    for name in tables_with_rules(registry):
+        table = registry.get(name)
+        if name not in found:
+            places.append(TablePlace(table=name, current=table.current_version() if table.exists() else None))
+            continue
+        versions = {v: sum(files.values()) for v, files in found[name].versions.items() if files}
+        in_candidates = {c: sum(files.values()) for c, files in found[name].candidates.items() if files}
+        files = {
+            f: n
+            for held in (*found[name].versions.values(), *found[name].candidates.values())
+            for f, n in held.items()
+        }
         tags = tuple(sorted(t.name for t in table.tags() if t.version in versions))
         current = table.current_version()
         current_rows = versions.get(current, 0) if current is not None else 0
         places.append(
-            TablePlace(name, current, current_rows, dict(sorted(versions.items())), files, candidates, tags)
+            TablePlace(
+                name, current, current_rows, dict(sorted(versions.items())), files, in_candidates, tags
+            )
         )
     work = _work_files(roots, subject)
     return Places(identifiers=subject.counts(), tables=tuple(places), work_files=work)
