@@ -51,7 +51,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
 from lakehouse.digest import partition_hashes
-from lakehouse.frames import union_all
+from lakehouse.frames import materialize, union_all
 from workloads.replay.recount import ASSET_OF_TYPE, PairKey, Recount, month_of
 from workloads.vocabulary import CURRENT_STATUSES, CorrelationStatus, Verdict
 
@@ -463,6 +463,10 @@ def trace_to_bronze(
     sample = keys.collect()
     if not sample:
         return Check(name="bronze_trace", passed=True, detail="no changed keys to trace")
+    # The sample as rows in the plan (it is small by construction: the plan's trace sample),
+    # and the traced coordinates computed once: each is read by several joins below, which
+    # otherwise recompute it (the changes' sort and limit four times, the events' joins seven).
+    keys = keys.sparkSession.createDataFrame(sample, keys.schema)
     coords = ["_manifest_id", "_source_file", "_line"]
     asset = F.lit(None).cast("string")
     for kind, column in ASSET_OF_TYPE.items():
@@ -487,7 +491,7 @@ def trace_to_bronze(
         .agg(F.count_distinct("member").alias("members"))
         .where(F.col("members") == 2)
     )
-    traced = (
+    traced = materialize(
         uses.join(shared.select("key", "asset"), ["key", "asset"]).select("key", "domain", *coords).distinct()
     )
     # Only the traced coordinates are looked up (a broadcast semi-join, no shuffle of Bronze).
