@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -396,8 +397,9 @@ SQLITE_JDBC = "jdbc:sqlite:"
 _COMMIT_RETRIES = "commit.retry.num-retries"
 """Iceberg's table property for how often a writer retries a commit that lost a race."""
 
-_CATALOGS: dict[tuple[str, str, str], Any] = {}
-"""pyiceberg catalogs opened by this process, by (name, URI, warehouse)."""
+_CATALOGS: dict[tuple[str, str, str, tuple[int, int] | None], Any] = {}
+"""pyiceberg catalogs opened by this process, by (name, URI, warehouse, the SQLite file's
+identity: :func:`sqlite_file_identity`)."""
 _CATALOGS_LOCK = threading.Lock()
 
 
@@ -418,9 +420,11 @@ def _pyiceberg_catalog(table: Table) -> Any | None:
     from lakehouse.catalog import sqlalchemy_uri
     from lakehouse.errors import ConfigError
 
-    key = (table.catalog, uri, warehouse)
+    key = (table.catalog, uri, warehouse, sqlite_file_identity(uri))
     with _CATALOGS_LOCK:
         if key not in _CATALOGS:
+            for stale in [k for k in _CATALOGS if k[:3] == key[:3]]:
+                _dispose(_CATALOGS.pop(stale))
             try:
                 user, password = (conf.get(f"{prefix}.jdbc.{k}", None) for k in ("user", "password"))
                 address = sqlalchemy_uri(uri, user=user, password=password)
@@ -432,6 +436,26 @@ def _pyiceberg_catalog(table: Table) -> Any | None:
             except (ConfigError, ImportError):  # pyiceberg cannot open it here: Spark's path
                 _CATALOGS[key] = None
         return _CATALOGS[key]
+
+
+def sqlite_file_identity(jdbc_uri: str) -> tuple[int, int] | None:
+    """The SQLite catalog file's (device, inode), None while it does not exist. A file put in
+    its place (a lake restored from a copy, as the benchmarks do) is another database: SQLite
+    refuses writes through a connection to the one it replaced ("attempt to write a readonly
+    database"), so a catalog is opened anew for it."""
+    path = jdbc_uri.removeprefix(SQLITE_JDBC).split("?", 1)[0].removeprefix("file:")
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
+
+
+def _dispose(catalog: Any) -> None:
+    """Close a pyiceberg SQL catalog's connections (its SQLAlchemy engine), if it has any."""
+    engine = getattr(catalog, "engine", None)
+    if engine is not None:
+        engine.dispose()
 
 
 def _local_iceberg(table: Table, storage: LedgerStorage) -> Any | None:

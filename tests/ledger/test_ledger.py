@@ -83,6 +83,7 @@ from ledger.migrations import (
 )
 from ledger.reader import LedgerReader
 from ledger.store import (
+    SQLITE_JDBC,
     DeltaLedgerStorage,
     IcebergLedgerStorage,
     LedgerStorage,
@@ -94,6 +95,7 @@ from ledger.store import (
     read_records,
     records_frame,
     spark_records,
+    sqlite_file_identity,
     storage_for,
     table_columns,
 )
@@ -1050,3 +1052,23 @@ def test_a_ledger_kept_in_another_format_is_refused_not_started_again(
 
 if __name__ == "__main__":
     child_main(json.loads(sys.argv[1]))
+
+
+def test_a_sqlite_catalog_put_in_its_own_place_is_another_catalog_file(tmp_path: Path) -> None:
+    """The pyiceberg catalogs the ledger keeps open are keyed by the SQLite file's identity: a
+    lake restored from a copy (the benchmarks' restore) puts a new file at the same path, and a
+    connection to the file it replaced could only fail ("attempt to write a readonly
+    database"), so the ledger opens the new one."""
+    import sqlite3
+
+    path = tmp_path / "iceberg_catalog.db"
+    uri = f"{SQLITE_JDBC}{path}"
+    assert sqlite_file_identity(uri) is None, "no file yet: nothing to key on"
+    sqlite3.connect(path).close()
+    first = sqlite_file_identity(uri)
+    assert first is not None
+    assert sqlite_file_identity(f"{uri}?journal_mode=WAL") == first, "parameters of the URI are not the path"
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(path.read_bytes())
+    copy.replace(path)
+    assert sqlite_file_identity(uri) not in (None, first)
