@@ -224,6 +224,8 @@ def locate(
             progress(f"searching {name}")
         retained = table.retained_versions()
         searches[name] = Search(table, TREATMENTS[name].match, retained, table.list_candidates())
+    if progress and searches:
+        progress(f"searching {len(searches)} tables' versions and candidates in one Spark job")
     found = (
         dict(zip(searches, files_matching_tables(keys, list(searches.values())), strict=True))
         if keys is not None
