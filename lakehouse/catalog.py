@@ -49,14 +49,26 @@ def redact_uri(uri: str) -> str:
     return _PASSWORD_PARAMETER.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", uri))
 
 
+SQLITE_JDBC_PREFIX: Final = "jdbc:sqlite:"
+"""The JDBC URI prefix of the embedded catalog."""
+
+
+def sqlite_path(jdbc_uri: str) -> str | None:
+    """The database file of a SQLite JDBC URI (``jdbc:sqlite:[file:]PATH[?params]``); None for
+    any other URI."""
+    if not jdbc_uri.startswith(SQLITE_JDBC_PREFIX):
+        return None
+    return jdbc_uri.removeprefix(SQLITE_JDBC_PREFIX).split("?", 1)[0].removeprefix("file:")
+
+
 def sqlalchemy_uri(jdbc_uri: str, *, user: str | None = None, password: str | None = None) -> str:
     """Translate the JDBC URI Spark uses into the SQLAlchemy URI pyiceberg uses.
 
     ``user`` and ``password`` (``iceberg.user`` / ``iceberg.password``) win over the same
     parameters in the URI. The result holds the password: never print it (:func:`redact_uri`).
     """
-    if jdbc_uri.startswith("jdbc:sqlite:"):
-        path = jdbc_uri.removeprefix("jdbc:sqlite:").split("?", 1)[0].removeprefix("file:")
+    path = sqlite_path(jdbc_uri)
+    if path is not None:
         return f"sqlite:///{path}"
     if jdbc_uri.startswith(POSTGRES_JDBC_PREFIX):
         return _postgres_url(jdbc_uri, user=user, password=password, driver="postgresql+psycopg2")

@@ -62,8 +62,15 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import unquote, urlparse
 
+from lakehouse.catalog import SQLITE_JDBC_PREFIX, sqlalchemy_uri, sqlite_path
 from lakehouse.config import TableFormat
-from lakehouse.errors import LedgerConflictError, LedgerError, LedgerIntegrityError, LedgerSchemaError
+from lakehouse.errors import (
+    ConfigError,
+    LedgerConflictError,
+    LedgerError,
+    LedgerIntegrityError,
+    LedgerSchemaError,
+)
 from lakehouse.tables import DeltaLakeTable, IcebergTable, Table, TableRegistry
 from lakehouse.tables.base import (
     commit_metadata,
@@ -392,7 +399,7 @@ def _pyiceberg_append(
     return True
 
 
-SQLITE_JDBC = "jdbc:sqlite:"
+SQLITE_JDBC = SQLITE_JDBC_PREFIX
 """The JDBC URI prefix of the embedded catalog."""
 _COMMIT_RETRIES = "commit.retry.num-retries"
 """Iceberg's table property for how often a writer retries a commit that lost a race."""
@@ -417,38 +424,45 @@ def _pyiceberg_catalog(table: Table) -> Any | None:
         return None
     if not warehouse or local_path(warehouse) is None:
         return None
-    from lakehouse.catalog import sqlalchemy_uri
-    from lakehouse.errors import ConfigError
+    user, password = (conf.get(f"{prefix}.jdbc.{k}", None) for k in ("user", "password"))
+    return sqlite_catalog(table.catalog, uri, warehouse, user=user, password=password)
 
-    key = (table.catalog, uri, warehouse, sqlite_file_identity(uri))
+
+def sqlite_catalog(
+    name: str, jdbc_uri: str, warehouse: str, *, user: str | None = None, password: str | None = None
+) -> Any | None:
+    """The pyiceberg catalog on the SQLite JDBC catalog ``jdbc_uri``, opened once per process and
+    per database file (None where pyiceberg cannot open it: Spark's path). A file put in the
+    catalog's place (a lake restored from a copy, as the benchmarks do) is another database:
+    SQLite refuses writes through a connection to the file it replaced ("attempt to write a
+    readonly database"), so the catalog is opened anew on it and the stale one is closed."""
+    where = (name, jdbc_uri, warehouse)
     with _CATALOGS_LOCK:
-        if key not in _CATALOGS:
-            for stale in [k for k in _CATALOGS if k[:3] == key[:3]]:
-                _dispose(_CATALOGS.pop(stale))
-            try:
-                user, password = (conf.get(f"{prefix}.jdbc.{k}", None) for k in ("user", "password"))
-                address = sqlalchemy_uri(uri, user=user, password=password)
-                from pyiceberg.catalog.sql import SqlCatalog
+        key = (*where, sqlite_file_identity(jdbc_uri))
+        if key in _CATALOGS:
+            return _CATALOGS[key]
+        for stale in [k for k in _CATALOGS if k[:3] == where]:
+            _dispose(_CATALOGS.pop(stale))
+        try:
+            address = sqlalchemy_uri(jdbc_uri, user=user, password=password)
+            from pyiceberg.catalog.sql import SqlCatalog
 
-                _CATALOGS[key] = SqlCatalog(
-                    table.catalog, uri=address, warehouse=warehouse, schema_version="v1"
-                )
-            except (ConfigError, ImportError):  # pyiceberg cannot open it here: Spark's path
-                _CATALOGS[key] = None
-        return _CATALOGS[key]
+            catalog = SqlCatalog(name, uri=address, warehouse=warehouse, schema_version="v1")
+        except (ConfigError, ImportError):  # pyiceberg cannot open it here: Spark's path
+            catalog = None
+        # keyed by the file as it is now: opening the catalog creates a file that was missing
+        _CATALOGS[(*where, sqlite_file_identity(jdbc_uri))] = catalog
+        return catalog
 
 
 def sqlite_file_identity(jdbc_uri: str) -> tuple[int, int] | None:
-    """The SQLite catalog file's (device, inode), None while it does not exist. A file put in
-    its place (a lake restored from a copy, as the benchmarks do) is another database: SQLite
-    refuses writes through a connection to the one it replaced ("attempt to write a readonly
-    database"), so a catalog is opened anew for it."""
-    path = jdbc_uri.removeprefix(SQLITE_JDBC).split("?", 1)[0].removeprefix("file:")
+    """The SQLite catalog file's (device, inode); None while it does not exist."""
+    path = sqlite_path(jdbc_uri)
     try:
-        found = os.stat(path)
+        found = os.stat(path) if path is not None else None
     except OSError:
         return None
-    return (found.st_dev, found.st_ino)
+    return (found.st_dev, found.st_ino) if found is not None else None
 
 
 def _dispose(catalog: Any) -> None:

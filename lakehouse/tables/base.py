@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from lakehouse.config import TableFormat, Zone
 from lakehouse.errors import UsageError, VersionNotFoundError, ZonePolicyError
+from lakehouse.frames import union_all
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -220,13 +221,28 @@ def merge_clauses(update: Mapping[str, str] | None, delete_when: str | None = No
 
 def _files_matching(frames: Mapping[int, DataFrame], keys: DataFrame, on: str) -> dict[int, dict[str, int]]:
     """Per tagged frame, its data files holding rows that match ``keys`` on ``on``, with their
-    row counts, in one Spark job (:func:`_matching_counts`)."""
-    found: dict[int, dict[str, int]] = {key: {} for key in frames}
-    if not frames:
-        return found
-    tagged = {str(key): df for key, df in frames.items()}
-    for row in _matching_counts(tagged, keys, on).collect():
-        found[int(row[0])][file_path(str(row[1]))] = int(row[2])
+    row counts, in one Spark job (:func:`_matching_files`)."""
+    (found,) = _matching_files([({str(key): df for key, df in frames.items()}, on)], keys)
+    return {int(tag): files for tag, files in found.items()}
+
+
+def _matching_files(
+    groups: Sequence[tuple[Mapping[str, DataFrame], str]], keys: DataFrame
+) -> list[dict[str, dict[str, int]]]:
+    """Per group (frames by tag, and the condition they match ``keys`` on), per tag, the data
+    files holding matching rows with their row counts (``{}``: none): every group's counts
+    (:func:`_matching_counts`) united and collected in one Spark job."""
+    from pyspark.sql import functions as F
+
+    group = "__lakehouse_group"
+    plans = [
+        _matching_counts(frames, keys, on).withColumn(group, F.lit(index))
+        for index, (frames, on) in enumerate(groups)
+        if frames
+    ]
+    found: list[dict[str, dict[str, int]]] = [{tag: {} for tag in frames} for frames, _ in groups]
+    for tag, file, count, index in union_all(plans).collect() if plans else ():
+        found[int(index)][str(tag)][file_path(str(file))] = int(count)
     return found
 
 
@@ -855,29 +871,18 @@ class Found:
 
 def files_matching_tables(keys: DataFrame, searches: Sequence[Search]) -> list[Found]:
     """:meth:`Table.files_matching_versions` and :meth:`Table.files_matching` (per candidate)
-    for several tables in one Spark job: each table's versions and candidates are read in one
-    plan and counted per tag and file (:func:`_matching_counts`), and the tables' counts are
-    united and collected once. An erasure searches every retained version of every table: on a
-    20-person history that was twelve jobs of about 0.5 s each, one per table."""
-    from pyspark.sql import functions as F
-
-    plans = []
-    for index, search in enumerate(searches):
-        frames = {f"v{version}": search.table.read(version) for version in search.versions}
-        for name in search.candidates:
-            frames[f"c{name}"] = search.table.read_candidate(search.table.open_candidate(name, None))
-        if frames:
-            plans.append(_matching_counts(frames, keys, search.on).withColumn("__table", F.lit(index)))
-    rows = []
-    if plans:
-        united = plans[0]
-        for plan in plans[1:]:
-            united = united.unionByName(plan)
-        rows = united.collect()
-    versions: list[dict[int, dict[str, int]]] = [{int(v): {} for v in s.versions} for s in searches]
-    candidates: list[dict[str, dict[str, int]]] = [{str(n): {} for n in s.candidates} for s in searches]
-    for tag, file, count, index in rows:
-        kind, name = str(tag)[0], str(tag)[1:]
-        place = versions[int(index)][int(name)] if kind == "v" else candidates[int(index)][name]
-        place[file_path(str(file))] = int(count)
-    return [Found(v, c) for v, c in zip(versions, candidates, strict=True)]
+    for several tables in one Spark job (:func:`_matching_files`): each table's versions, and
+    its candidates, are one group. An erasure searches every retained version of every table:
+    on a 20-person history that was twelve jobs of about 0.5 s each, one per table."""
+    groups: list[tuple[Mapping[str, DataFrame], str]] = []
+    for search in searches:
+        table = search.table
+        groups.append(({str(v): table.read(v) for v in search.versions}, search.on))
+        groups.append(
+            ({n: table.read_candidate(table.open_candidate(n, None)) for n in search.candidates}, search.on)
+        )
+    found = _matching_files(groups, keys)
+    return [
+        Found({int(v): files for v, files in versions.items()}, candidates)
+        for versions, candidates in zip(found[::2], found[1::2], strict=True)
+    ]

@@ -95,6 +95,7 @@ from ledger.store import (
     read_records,
     records_frame,
     spark_records,
+    sqlite_catalog,
     sqlite_file_identity,
     storage_for,
     table_columns,
@@ -1050,25 +1051,32 @@ def test_a_ledger_kept_in_another_format_is_refused_not_started_again(
     drop_all(TableRegistry(spark_session, config.model_copy(update={"force_format": TableFormat.DELTA})))
 
 
-if __name__ == "__main__":
-    child_main(json.loads(sys.argv[1]))
-
-
-def test_a_sqlite_catalog_put_in_its_own_place_is_another_catalog_file(tmp_path: Path) -> None:
-    """The pyiceberg catalogs the ledger keeps open are keyed by the SQLite file's identity: a
-    lake restored from a copy (the benchmarks' restore) puts a new file at the same path, and a
-    connection to the file it replaced could only fail ("attempt to write a readonly
-    database"), so the ledger opens the new one."""
-    import sqlite3
-
+def test_a_catalog_file_put_in_its_own_place_gets_a_catalog_of_its_own(tmp_path: Path) -> None:
+    """The pyiceberg catalogs the ledger keeps open (:func:`sqlite_catalog`, real pyiceberg on
+    real SQLite) are one per database file: a lake restored from a copy (the benchmarks'
+    restore) puts a new file at the same path, where a connection to the file it replaced can
+    only fail ("attempt to write a readonly database"); the ledger opens the new file instead."""
     path = tmp_path / "iceberg_catalog.db"
-    uri = f"{SQLITE_JDBC}{path}"
+    uri, warehouse = f"{SQLITE_JDBC}{path}", (tmp_path / "warehouse").as_uri()
     assert sqlite_file_identity(uri) is None, "no file yet: nothing to key on"
-    sqlite3.connect(path).close()
-    first = sqlite_file_identity(uri)
-    assert first is not None
-    assert sqlite_file_identity(f"{uri}?journal_mode=WAL") == first, "parameters of the URI are not the path"
+    first = sqlite_catalog("lake", uri, warehouse)
+    assert first is sqlite_catalog("lake", uri, warehouse), "opened once per process and file"
+    first.create_namespace("before")
+    identity = sqlite_file_identity(uri)
+    assert identity is not None
+    assert sqlite_file_identity(f"{uri}?journal_mode=WAL") == identity, "URI parameters are not the path"
+
     copy = tmp_path / "copy.db"
     copy.write_bytes(path.read_bytes())
     copy.replace(path)
-    assert sqlite_file_identity(uri) not in (None, first)
+    assert sqlite_file_identity(uri) not in (None, identity)
+    with pytest.raises(Exception, match="readonly database"):
+        first.create_namespace("stale")  # the failure a cached catalog met after a restore
+    second = sqlite_catalog("lake", uri, warehouse)
+    assert second is not first
+    second.create_namespace("after")
+    assert {n[0] for n in second.list_namespaces()} == {"before", "after"}
+
+
+if __name__ == "__main__":
+    child_main(json.loads(sys.argv[1]))

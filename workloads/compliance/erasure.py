@@ -215,15 +215,17 @@ def locate(
 ) -> Places:
     """Every place that holds the subject (step 2 of the module): reads only, writes nothing."""
     keys = key_row(registry.spark, subject).localCheckpoint() if not subject.empty else None
+    tables = {name: registry.get(name) for name in tables_with_rules(registry)}
+    current = {name: t.current_version() if t.exists() else None for name, t in tables.items()}
     searches: dict[str, Search] = {}
-    for name in tables_with_rules(registry):
-        table = registry.get(name)
-        if keys is None or not table.exists() or table.current_version() is None:
+    for name, table in tables.items():
+        if keys is None or current[name] is None:
             continue
         if progress:
             progress(f"searching {name}")
-        retained = table.retained_versions()
-        searches[name] = Search(table, TREATMENTS[name].match, retained, table.list_candidates())
+        searches[name] = Search(
+            table, TREATMENTS[name].match, table.retained_versions(), table.list_candidates()
+        )
     if progress and searches:
         progress(f"searching {len(searches)} tables' versions and candidates in one Spark job")
     found = (
@@ -232,10 +234,9 @@ def locate(
         else {}
     )
     places = []
-    for name in tables_with_rules(registry):
-        table = registry.get(name)
+    for name, table in tables.items():
         if name not in found:
-            places.append(TablePlace(table=name, current=table.current_version() if table.exists() else None))
+            places.append(TablePlace(table=name, current=current[name]))
             continue
         versions = {v: sum(files.values()) for v, files in found[name].versions.items() if files}
         in_candidates = {c: sum(files.values()) for c, files in found[name].candidates.items() if files}
@@ -245,13 +246,9 @@ def locate(
             for f, n in held.items()
         }
         tags = tuple(sorted(t.name for t in table.tags() if t.version in versions))
-        current = table.current_version()
-        current_rows = versions.get(current, 0) if current is not None else 0
-        places.append(
-            TablePlace(
-                name, current, current_rows, dict(sorted(versions.items())), files, in_candidates, tags
-            )
-        )
+        now = current[name]  # searched: the table has a current version
+        rows = versions.get(now, 0) if now is not None else 0
+        places.append(TablePlace(name, now, rows, dict(sorted(versions.items())), files, in_candidates, tags))
     work = _work_files(roots, subject)
     return Places(identifiers=subject.counts(), tables=tuple(places), work_files=work)
 
