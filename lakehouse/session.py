@@ -89,7 +89,8 @@ def session_conf(config: LakehouseConfig) -> dict[str, str]:
             "spark.driver.memory": config.spark.driver_memory,
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
-            "spark.sql.adaptive.enabled": "true",
+            # Adaptive query execution stays on (Spark's default): it coalesces and splits
+            # shuffle partitions at run time. The test suite turns it off for its tiny data.
             # PySpark records the Python caller of every Column and functions call for its
             # DataFrame error messages, about ten round trips to the JVM instead of one; the
             # product builds wide column lists on the driver, where that cost dominates small data.
