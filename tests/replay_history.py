@@ -478,3 +478,55 @@ def community_rows(lh: Any) -> dict[str, list[dict[str, Any]]]:
     for row in lh.registry.get("gold.communities").read().orderBy("recorded_at").collect():
         found.setdefault(row["entity_id"], []).append(row.asDict())
     return found
+
+
+PROVISIONAL = "gold.provisional_correlations"
+
+
+def device(a: str, b: str) -> tuple[str, str, str]:
+    """A ``shared_device`` pair as the store orders it (``entity_a < entity_b``)."""
+    low, high = sorted((a, b))
+    return ("shared_device", low, high)
+
+
+def view_outcomes(lh: Any) -> dict[tuple[tuple[str, str, str], str], str]:
+    """The provisional view's rows: (pair, status) -> outcome."""
+    return {(pair(r), r["status"]): r["outcome"] for r in lh.registry.get(PROVISIONAL).read().collect()}
+
+
+def reconciled_view(
+    *,
+    agree: tuple[str, str, str],
+    stronger: tuple[str, str, str],
+    retracted: tuple[str, str, str],
+    missed: set[tuple[str, str, str]],
+) -> dict[tuple[tuple[str, str, str], str], str]:
+    """What :func:`view_outcomes` holds after one reconciliation of these claims: every streaming
+    row kept (superseded or retracted) and the batch's row beside each pair it holds."""
+    return {
+        (agree, "superseded"): "agree",
+        (agree, "authoritative"): "agree",
+        (stronger, "superseded"): "batch_stronger",
+        (stronger, "authoritative"): "batch_stronger",
+        (retracted, "retracted"): "false_positive",
+        **{(p, "authoritative"): "missed" for p in missed},
+    }
+
+
+def recorded_outcomes(lh: Any, run_id: str) -> dict[str, int]:
+    """The ledger's supersessions of the provisional view by ``run_id``: outcome -> count."""
+    from ledger.entries import Supersession
+
+    return {
+        e.key.split(" ")[0].removeprefix("outcome="): e.count
+        for e in ledger_of(lh, run_id, Supersession)
+        if e.table == PROVISIONAL
+    }
+
+
+def stream_notices(lh: Any, run_id: str) -> list[Any]:
+    """The outbox messages of ``run_id`` that announce retracted streaming claims."""
+    from workloads.replay.outbox import OUTBOX, messages_of
+    from workloads.replay.provisional import STREAM_PLAN
+
+    return [m for m in messages_of(lh.registry.get(OUTBOX), run_id) if m.plan == STREAM_PLAN]

@@ -22,7 +22,8 @@ only 2025-02 is rewritten.
 
 from __future__ import annotations
 
-from datetime import timedelta
+import json
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,13 @@ from lakehouse.digest import canonical_hash
 from lakehouse.errors import InjectedFailure, PublicationHeldError, ReplayRefusedError
 from ledger.clock import FixedClock
 from ledger.engines import EngineCatalog
-from ledger.entries import CommunitiesMeasured, Notification, Publication, ReconciliationDecision, Rollback
+from ledger.entries import (
+    CommunitiesMeasured,
+    Notification,
+    Publication,
+    ReconciliationDecision,
+    Rollback,
+)
 from tests.replay_history import (
     ANN,
     BOB,
@@ -46,13 +53,18 @@ from tests.replay_history import (
     Lifecycle,
     assert_store_invariants,
     declared_engines,
+    device,
     ledger_of,
     naive,
     pair,
     plan_with,
+    reconciled_view,
+    recorded_outcomes,
     rows,
     seed,
+    stream_notices,
     v1_id,
+    view_outcomes,
 )
 from workloads.replay import (
     FailPoint,
@@ -319,3 +331,79 @@ def test_communities_follow_the_published_restatement_superseding_and_retracting
         assert new["pagerank"] == pytest.approx(1 / 5) != old["pagerank"]
     measured = ledger_of(lifecycle.lakehouse, after.run_id, CommunitiesMeasured)
     assert [(m.basis, m.report) for m in measured] == [("none", {})]
+
+
+def test_a_publication_reconciles_the_waiting_provisional_rows_into_the_four_outcomes(
+    shipped_lakehouse: Any, engines: Any
+) -> None:
+    """Issue 38: the stream's provisional rows waiting when a correction is published are
+    reconciled against what the publication serves, each of the four outcomes by name and count.
+
+    The stream (ER v1, as the history was decided) claimed three pairs before the replay's
+    publication, written with the stream's own function: (bob, ann), which the restatement
+    keeps with the same confidence (agree); (dave, erin) at another confidence (batch stronger);
+    and (ann+promo, carol), which ER v2 restates as (ann, carol) (a false positive once
+    published). The published (ann, carol) row is the stream's recall gap (missed)."""
+    from workloads.gold.provisional import write_provisional
+    from workloads.policies import load_streaming_policy
+
+    gold = seed(shipped_lakehouse)
+    registry, plan = shipped_lakehouse.registry, plan_with()
+    clock = FixedClock(START, step=timedelta(seconds=1))
+    out = run_replay(registry, plan, engines=engines, clock=clock)
+    approve(registry, out.run_id, by="risk-lead", clock=clock)
+    ack(registry, "fraud-ops", out.run_id, by="ops-bot", clock=clock)
+
+    served = {pair(r): r for r in rows(gold).values() if r["status"] in ("provisional", "authoritative")}
+
+    agree, stronger = device(BOB, ANN), device(v1_id("dave@example.com"), v1_id("erin@example.com"))
+    restated, gap = device(PROMO, CAROL), device(ANN, CAROL)
+    assert {agree, stronger, restated} <= set(served), sorted(served)
+    claimed = [served[p]["correlation_id"] for p in (agree, stronger, restated)]
+    claims = gold.read().where(F.col("correlation_id").isin(*claimed))
+    stronger_id = served[stronger]["correlation_id"]
+    claims = claims.withColumn(
+        "confidence",
+        F.when(F.col("correlation_id") == stronger_id, F.lit(0.01)).otherwise(F.col("confidence")),
+    )
+    view = registry.get("gold.provisional_correlations")
+    window = (START.replace(year=2025, month=1, day=1), START.replace(year=2025, month=4, day=1))
+    write_provisional(
+        view,
+        claims,
+        batch_id=0,
+        run_id="stream-0",
+        window_start=window[0],
+        window_end=window[1],
+        recorded_at=START,
+    )
+
+    result = publish(registry, out.run_id, clock=clock)
+    assert result.status == "published"
+    published = {pair(r): r for r in rows(gold).values() if r["status"] in ("provisional", "authoritative")}
+    assert {agree, stronger} <= set(published)
+    assert restated not in published
+    in_window = {
+        p for p, r in published.items() if window[0] <= r["valid_from"].replace(tzinfo=UTC) < window[1]
+    }
+    missed = in_window - {agree, stronger, restated}
+    assert missed == {gap}, sorted(missed)
+    expected = {"agree": 1, "batch_stronger": 1, "false_positive": 1, "missed": 1}
+    assert result.provisional is not None
+    assert dict(result.provisional.outcomes) == expected
+    assert result.provisional.run_id == out.run_id
+
+    reconciled = reconciled_view(agree=agree, stronger=stronger, retracted=restated, missed=missed)
+    assert view_outcomes(shipped_lakehouse) == reconciled
+    assert recorded_outcomes(shipped_lakehouse, out.run_id) == expected
+    # the retracted claim is announced to each streaming consumer, once, with counts and no id
+    streaming = load_streaming_policy()
+    notices = stream_notices(shipped_lakehouse, out.run_id)
+    assert sorted(m.consumer for m in notices) == sorted(streaming.consumers)
+    assert all(json.loads(m.payload)["retracted"] == 1 for m in notices)
+    assert not any(i in m.payload for m in notices for i in (PROMO, CAROL)), "counts only, no identifier"
+    # a rerun of the publication reconciles nothing twice and announces nothing again
+    again = publish(registry, out.run_id, clock=clock)
+    assert again.provisional is None
+    assert stream_notices(shipped_lakehouse, out.run_id) == notices
+    assert view_outcomes(shipped_lakehouse) == reconciled
