@@ -28,6 +28,10 @@ NAME = "build"
 HELP = "build Silver (canonical, deduplicated, entity-resolved) or Gold (features, baselines, correlations)"
 
 
+QUALITY_GATES = True
+"""It validates with Great Expectations: GX is imported while the JVM starts."""
+
+
 def add_engine_pins_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
     """``--engine NAME@VERSION`` (repeatable) into ``args.pins``: the releases a run takes instead
     of the ones in force; shared by ``build`` and ``stream`` so both pin the same way."""

@@ -170,17 +170,18 @@ def _add_command(command: argparse.ArgumentParser, module: ModuleType) -> None:
     """A command's options, or its sub-actions as subcommands (each with its own options and
     help); the global options are taken at every level."""
     add_common_arguments(command, defaults=False)
+    gated = bool(getattr(module, "QUALITY_GATES", False))  # see Context.spark
     actions: dict[str, Action] | None = getattr(module, "ACTIONS", None)
     if actions is None:
         module.add_arguments(command)
-        command.set_defaults(handler=module.run, command_prog=command.prog)
+        command.set_defaults(handler=module.run, command_prog=command.prog, quality_gates=gated)
         return
     nested = command.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, action in actions.items():
         leaf = nested.add_parser(name, help=action.help, description=action.help, allow_abbrev=False)
         add_common_arguments(leaf, defaults=False)
         action.add_arguments(leaf)
-        leaf.set_defaults(handler=action.run, command_prog=leaf.prog)
+        leaf.set_defaults(handler=action.run, command_prog=leaf.prog, quality_gates=gated)
 
 
 def command_in(args_list: Sequence[str]) -> str | None:

@@ -69,8 +69,23 @@ class Context:
         from lakehouse.session import build_session
 
         check_catalog_reachable(self.config)  # a catalog server that is down: one line, nothing started
+        gated = bool(getattr(self.args, "quality_gates", False))
+        if gated:
+            # Great Expectations' import (3 s) overlaps the JVM's start. pyspark.sql is imported
+            # first and the thread is awaited before the command goes on, so the command's own
+            # imports never run beside it.
+            import pyspark.sql  # noqa: F401
+
+            from lakehouse.quality.runner import import_in_background
+
+            import_in_background()
         self.progress("starting Spark (Delta + Iceberg)")
-        return build_session(self.config)
+        session = build_session(self.config)
+        if gated:
+            from lakehouse.quality.runner import await_background_import
+
+            await_background_import()
+        return session
 
     @cached_property
     def registry(self) -> TableRegistry:

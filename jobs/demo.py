@@ -28,6 +28,8 @@ HELP = (
     "the serving release recalibrated and published) "
     "and a data subject's erasure (dry run, erase, certificate, verify again, asof)"
 )
+QUALITY_GATES = True
+"""It validates with Great Expectations: GX is imported while the JVM starts."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

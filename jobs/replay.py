@@ -29,6 +29,10 @@ NAME = "replay"
 HELP = "replay history under a correction plan: dry-run scope, or candidate + diff + reconciliation"
 
 
+QUALITY_GATES = True
+"""It validates with Great Expectations: GX is imported while the JVM starts."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan", type=Path, required=True, help="correction plan (conf/plans/*.yaml)")
     parser.add_argument("--dry-run", action="store_true", help="print the scope and cost; write nothing")

@@ -7,8 +7,10 @@ looking suites up by table name).
 
 How it stays quick:
 
-* ``import lakehouse.quality`` imports neither GX nor pyspark; GX (a few seconds to
-  import) is loaded on the first validation.
+* ``import lakehouse.quality`` imports neither GX nor pyspark; GX (3-4 s to import) is
+  loaded on the first validation, or earlier in a background thread by
+  :func:`import_in_background`, which a command that will run a gate calls before it starts
+  the JVM, so the two overlap.
 * One ephemeral GX context per process (built lazily, reused, rebuilt only if the
   SparkSession changes): a Spark datasource *without* ``spark_config`` (GX would restart
   the session and lose Delta/Iceberg), one dataframe asset, one whole-dataframe batch
@@ -29,6 +31,7 @@ warnings raised inside GX calls are suppressed there, so nothing leaks into CLI 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -73,6 +76,40 @@ class _GxRuntime:
 
 _LOCK = threading.RLock()
 _GX_RUNTIME: _GxRuntime | None = None
+_IMPORTING: threading.Thread | None = None
+
+
+def import_in_background() -> None:
+    """Start importing GX in a daemon thread, once per process (nothing if it is imported).
+
+    For a command that will validate: its main thread spends the JVM's start waiting on a
+    socket, when the import would otherwise cost it 3-4 s of its own later. The caller waits
+    for it (:func:`await_background_import`) once the JVM is up. GX emits no warning while
+    importing; its logger is quietened first.
+    """
+    global _IMPORTING
+    with _LOCK:
+        if _IMPORTING is not None or "great_expectations" in sys.modules:
+            return
+        logging.getLogger("great_expectations").setLevel(logging.CRITICAL)
+        _IMPORTING = threading.Thread(target=_import_gx, name="gx-import", daemon=True)
+        _IMPORTING.start()
+
+
+def await_background_import() -> None:
+    """Wait for :func:`import_in_background`'s import, if one was started: called once the JVM
+    is up, so that the command's own imports never run beside it (two threads importing
+    modules that import each other can deadlock)."""
+    if _IMPORTING is not None:
+        _IMPORTING.join()
+
+
+def _import_gx() -> None:
+    try:
+        import great_expectations  # noqa: F401
+        from great_expectations.data_context.types.base import DataContextConfig  # noqa: F401
+    except Exception:  # the first validation imports it again and reports the failure
+        log.debug("importing Great Expectations in the background failed", exc_info=True)
 
 
 @contextmanager

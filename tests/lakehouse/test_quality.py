@@ -328,6 +328,40 @@ def test_importing_the_gate_and_its_suites_loads_neither_gx_nor_spark() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_gx_is_imported_in_the_background_once_and_quietly() -> None:
+    """A command that will validate starts GX's import before the JVM: a daemon thread, once
+    per process, writing nothing to stdout or stderr; the first validation finds it imported."""
+    code = (
+        "import sys, threading; from lakehouse.quality import runner; "
+        "runner.import_in_background(); first = runner._IMPORTING; runner.import_in_background(); "
+        "assert runner._IMPORTING is first and first.daemon, 'one thread'; "
+        "first.join(60); assert 'great_expectations' in sys.modules; "
+        "assert 'great_expectations.data_context.types.base' in sys.modules"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "gated"),
+    [
+        (["build", "silver"], True),
+        (["replay", "--plan", "p.yaml"], True),
+        (["demo"], True),
+        (["asof", "gold.correlations", "--at", "2026-01-01T00:00:00Z"], False),
+        (["erase", "--verify", "erasure-x"], False),
+        (["ledger", "verify"], False),
+    ],
+)
+def test_only_the_commands_that_validate_import_gx_while_the_jvm_starts(argv: list[str], gated: bool) -> None:
+    from jobs.cli import build_parser
+
+    assert getattr(build_parser(argv[0]).parse_args(argv), "quality_gates", False) is gated
+
+
 def test_unknown_tables_are_refused_up_front() -> None:
     with pytest.raises(UnknownTableError, match=r"no quality suite for table 'gold\.nope'.*silver\.events"):
         medallion_gate.suite_for("gold.nope")
