@@ -233,14 +233,25 @@ def _changed(
 def only_keys(
     source: DataFrame, derived: DataFrame, key: str, keys: DataFrame | None
 ) -> tuple[DataFrame, DataFrame]:
-    """Both sides restricted to ``keys`` (bounded mode; None: no key changed, nothing to compare)."""
+    """Both sides restricted to ``keys`` (bounded mode; None: no key changed, nothing to compare).
+
+    The changed keys are computed once; their smallest and largest key bound both sides
+    first, a filter the formats answer from their files' min/max statistics, so a change
+    confined to part of the key space (new keys at its end: a day's deliveries) reads only the
+    files that may hold it. The semi-join then keeps exactly the changed keys.
+    """
     from pyspark.sql import functions as F
 
     if keys is None:
         return source.where(F.lit(False)), derived.where(F.lit(False))
+    keys = materialize(keys)
+    low, high = keys.agg(F.min(key), F.max(key)).first() or (None, None)
+    if low is None:
+        return source.where(F.lit(False)), derived.where(F.lit(False))
+    in_range = F.col(key).between(F.lit(low), F.lit(high))
     return (
-        source.join(F.broadcast(keys), key, "left_semi"),
-        derived.join(F.broadcast(keys), key, "left_semi"),
+        source.where(in_range).join(F.broadcast(keys), key, "left_semi"),
+        derived.where(in_range).join(F.broadcast(keys), key, "left_semi"),
     )
 
 

@@ -16,7 +16,7 @@ from tests.conftest import Lakehouse, TableFactory
 from tests.replay_history import seed
 from workloads.gold.entity_index import refresh_entity_index
 from workloads.reconciliation.pairs import resolve_pair
-from workloads.reconciliation.run import ReconcilePolicy, reconcile
+from workloads.reconciliation.run import ReconcilePolicy, only_keys, reconcile
 
 pytestmark = pytest.mark.spark
 
@@ -56,6 +56,26 @@ def test_changed_keys_come_from_the_files_two_versions_differ_by(
     assert table.changed_keys(last, last, ["k"]).count() == 0
     with pytest.raises(Exception, match="partition column"):
         table.changed_keys(first, last, ["p"])
+
+
+def test_bounded_mode_keeps_exactly_the_changed_keys_of_both_sides(
+    make_table: TableFactory, spark_session: Any
+) -> None:
+    """``only_keys`` bounds both sides by the changed keys' range (the files outside it are
+    skipped by the formats' statistics), then keeps exactly those keys: a key inside the range
+    that did not change is left out, and keys no side holds give nothing."""
+    table = make_table("k STRING, v INT")
+    for batch in range(4):  # one file per batch, in key order
+        rows = [(f"k{batch}{i:02d}", i) for i in range(10)]
+        table.append(spark_session.createDataFrame(rows, "k STRING, v INT"))
+    version = table.current_version()
+    keys = spark_session.createDataFrame([("k100",), ("k205",), ("k999",)], "k STRING")
+    source, derived = only_keys(table.read(version), table.read(version).where("v < 5"), "k", keys)
+    assert sorted(r["k"] for r in source.collect()) == ["k100", "k205"], "k101..k204 are in range, unchanged"
+    assert sorted(r["k"] for r in derived.collect()) == ["k100"]
+    nowhere = spark_session.createDataFrame([("zz",)], "k STRING")
+    assert only_keys(table.read(version), table.read(version), "k", nowhere)[0].count() == 0
+    assert only_keys(table.read(version), table.read(version), "k", nowhere.limit(0))[1].count() == 0
 
 
 def test_a_bounded_reconcile_of_the_entity_index_finds_and_repairs_its_drift(lakehouse: Lakehouse) -> None:
