@@ -481,6 +481,33 @@ def community_rows(lh: Any) -> dict[str, list[dict[str, Any]]]:
 
 
 PROVISIONAL = "gold.provisional_correlations"
+STREAM_WINDOW = (datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 4, 1, tzinfo=UTC))
+"""The event-time window the stream's claims in these tests cover: the whole history."""
+
+
+def current_pairs(table: Table) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The store's current rows by pair."""
+    from workloads.vocabulary import CURRENT_STATUSES
+
+    return {pair(r): r.asDict() for r in table.read().collect() if r["status"] in CURRENT_STATUSES}
+
+
+def write_claims(lh: Any, claims: Any) -> None:
+    """``claims`` (rows of ``gold.correlations``) written as one stream batch over
+    :data:`STREAM_WINDOW`, with the stream's own function."""
+    from workloads.gold.provisional import write_provisional
+
+    start, end = STREAM_WINDOW
+    view = lh.registry.get(PROVISIONAL)
+    write_provisional(
+        view, claims, batch_id=0, run_id="stream-0", window_start=start, window_end=end, recorded_at=START
+    )
+
+
+def missed_pairs(current: dict[tuple[str, str, str], dict[str, Any]], claimed: set[Any]) -> set[Any]:
+    """The current pairs in :data:`STREAM_WINDOW` (bounds included) the stream did not claim."""
+    start, end = STREAM_WINDOW
+    return {p for p, r in current.items() if start <= r["valid_from"].replace(tzinfo=UTC) <= end} - claimed
 
 
 def device(a: str, b: str) -> tuple[str, str, str]:

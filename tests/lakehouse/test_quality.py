@@ -359,7 +359,7 @@ def test_gx_is_imported_in_the_background_once_and_quietly() -> None:
 def test_only_the_commands_that_validate_import_gx_while_the_jvm_starts(argv: list[str], gated: bool) -> None:
     from jobs.cli import build_parser
 
-    assert getattr(build_parser(argv[0]).parse_args(argv), "quality_gates", False) is gated
+    assert build_parser(argv[0]).parse_args(argv).quality_gates is gated
 
 
 def test_unknown_tables_are_refused_up_front() -> None:

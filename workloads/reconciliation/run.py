@@ -242,11 +242,11 @@ def only_keys(
     """
     from pyspark.sql import functions as F
 
-    if keys is None:
-        return source.where(F.lit(False)), derived.where(F.lit(False))
-    keys = materialize(keys)
-    low, high = keys.agg(F.min(key), F.max(key)).first() or (None, None)
-    if low is None:
+    low = high = None
+    if keys is not None:
+        keys = materialize(keys)
+        low, high = keys.agg(F.min(key), F.max(key)).collect()[0]
+    if keys is None or low is None:
         return source.where(F.lit(False)), derived.where(F.lit(False))
     in_range = F.col(key).between(F.lit(low), F.lit(high))
     return (

@@ -15,7 +15,7 @@ announces the retracted claim to each streaming consumer through the outbox, onc
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,25 +32,22 @@ from tests.replay_history import (
     PROMO,
     START,
     build,
+    current_pairs,
     device,
     ledger_of,
-    pair,
+    missed_pairs,
     reconciled_view,
     recorded_outcomes,
     stream_notices,
     v1_id,
     view_outcomes,
+    write_claims,
 )
-from workloads.gold.provisional import write_provisional
 from workloads.gold.quality import medallion_gate
 from workloads.pipeline import run_gold
 from workloads.policies import load_streaming_policy
 
 pytestmark = pytest.mark.spark
-
-VIEW = "gold.provisional_correlations"
-WINDOW = (datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 4, 1, tzinfo=UTC))
-"""The event-time window the stream's claims covered: the whole history."""
 
 
 def test_the_gold_build_decides_each_outcome_by_name_and_count_and_announces_the_retraction(
@@ -59,9 +56,7 @@ def test_the_gold_build_decides_each_outcome_by_name_and_count_and_announces_the
     lh = shipped_lakehouse
     clock = FixedClock(START, step=timedelta(seconds=1))
     built = build(lh, clock, tmp_path / "history")
-    served = {
-        pair(r): r for r in built.gold.read().collect() if r["status"] in ("provisional", "authoritative")
-    }
+    served = current_pairs(built.gold)
     agree, stronger = device(BOB, ANN), device(v1_id("dave@example.com"), v1_id("erin@example.com"))
     assert {agree, stronger} <= set(served), sorted(served)
     nobody = v1_id("nobody@example.com")
@@ -84,28 +79,15 @@ def test_the_gold_build_decides_each_outcome_by_name_and_count_and_announces_the
     )
     invented = device(BOB, nobody)
     assert invented not in served
-    view = lh.registry.get(VIEW)
-    write_provisional(
-        view,
-        claims,
-        batch_id=0,
-        run_id="stream-0",
-        window_start=WINDOW[0],
-        window_end=WINDOW[1],
-        recorded_at=START,
-    )
+    write_claims(lh, claims)
 
     ledger = open_ledger(lh.registry, clock=clock)
     streaming = load_streaming_policy()
     report = run_gold(lh.registry, ledger, clock, gate=medallion_gate, streaming=streaming)
 
-    batch = {
-        pair(r): r for r in built.gold.read().collect() if r["status"] in ("provisional", "authoritative")
-    }
+    batch = current_pairs(built.gold)
     assert batch.keys() == served.keys(), "the same Silver gives the same pairs"
-    missed = {
-        p for p, r in batch.items() if WINDOW[0] <= r["valid_from"].replace(tzinfo=UTC) <= WINDOW[1]
-    } - {agree, stronger}
+    missed = missed_pairs(batch, {agree, stronger})
     assert missed == {("shared_card", *sorted((ANN, PROMO))), device(PROMO, CAROL)}, sorted(missed)
     expected = {"agree": 1, "batch_stronger": 1, "false_positive": 1, "missed": len(missed)}
     assert report.provisional is not None

@@ -58,19 +58,35 @@ def test_changed_keys_come_from_the_files_two_versions_differ_by(
         table.changed_keys(first, last, ["p"])
 
 
-def test_bounded_mode_keeps_exactly_the_changed_keys_of_both_sides(
+def data_files_read(frame: Any) -> int:
+    """Collect ``frame``; the data files its table scans read, from the scans' own metrics
+    (Delta's file scan ``numFiles``, Iceberg's batch scan ``resultDataFiles``)."""
+    frame.collect()
+    leaves = frame._jdf.queryExecution().executedPlan().collectLeaves()
+    read = 0
+    for index in range(leaves.size()):
+        metrics = leaves.apply(index).metrics()
+        for name in ("numFiles", "resultDataFiles"):
+            if metrics.contains(name):
+                read += int(metrics.apply(name).value())
+    return read
+
+
+def test_bounded_mode_reads_only_the_files_of_the_changed_keys_range_and_keeps_exactly_them(
     make_table: TableFactory, spark_session: Any
 ) -> None:
-    """``only_keys`` bounds both sides by the changed keys' range (the files outside it are
-    skipped by the formats' statistics), then keeps exactly those keys: a key inside the range
-    that did not change is left out, and keys no side holds give nothing."""
+    """``only_keys`` bounds both sides by the changed keys' range, which the format answers from
+    its files' min/max statistics (2 of 4 files read), then keeps exactly those keys: a key
+    inside the range that did not change is left out, and keys no side holds give nothing."""
     table = make_table("k STRING, v INT")
-    for batch in range(4):  # one file per batch, in key order
+    for batch in range(4):  # one file per batch, in key order: k0.., k1.., k2.., k3..
         rows = [(f"k{batch}{i:02d}", i) for i in range(10)]
-        table.append(spark_session.createDataFrame(rows, "k STRING, v INT"))
+        table.append(spark_session.createDataFrame(rows, "k STRING, v INT").coalesce(1))
     version = table.current_version()
-    keys = spark_session.createDataFrame([("k100",), ("k205",), ("k999",)], "k STRING")
+    assert data_files_read(table.read(version)) == 4
+    keys = spark_session.createDataFrame([("k100",), ("k205",)], "k STRING")
     source, derived = only_keys(table.read(version), table.read(version).where("v < 5"), "k", keys)
+    assert data_files_read(source) == 2, "the files of k0.. and k3.. are skipped"
     assert sorted(r["k"] for r in source.collect()) == ["k100", "k205"], "k101..k204 are in range, unchanged"
     assert sorted(r["k"] for r in derived.collect()) == ["k100"]
     nowhere = spark_session.createDataFrame([("zz",)], "k STRING")

@@ -23,7 +23,7 @@ only 2025-02 is rewritten.
 from __future__ import annotations
 
 import json
-from datetime import UTC, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +52,11 @@ from tests.replay_history import (
     START,
     Lifecycle,
     assert_store_invariants,
+    current_pairs,
     declared_engines,
     device,
     ledger_of,
+    missed_pairs,
     naive,
     pair,
     plan_with,
@@ -65,6 +67,7 @@ from tests.replay_history import (
     stream_notices,
     v1_id,
     view_outcomes,
+    write_claims,
 )
 from workloads.replay import (
     FailPoint,
@@ -344,7 +347,6 @@ def test_a_publication_reconciles_the_waiting_provisional_rows_into_the_four_out
     keeps with the same confidence (agree); (dave, erin) at another confidence (batch stronger);
     and (ann+promo, carol), which ER v2 restates as (ann, carol) (a false positive once
     published). The published (ann, carol) row is the stream's recall gap (missed)."""
-    from workloads.gold.provisional import write_provisional
     from workloads.policies import load_streaming_policy
 
     gold = seed(shipped_lakehouse)
@@ -354,7 +356,7 @@ def test_a_publication_reconciles_the_waiting_provisional_rows_into_the_four_out
     approve(registry, out.run_id, by="risk-lead", clock=clock)
     ack(registry, "fraud-ops", out.run_id, by="ops-bot", clock=clock)
 
-    served = {pair(r): r for r in rows(gold).values() if r["status"] in ("provisional", "authoritative")}
+    served = current_pairs(gold)
 
     agree, stronger = device(BOB, ANN), device(v1_id("dave@example.com"), v1_id("erin@example.com"))
     restated, gap = device(PROMO, CAROL), device(ANN, CAROL)
@@ -366,27 +368,14 @@ def test_a_publication_reconciles_the_waiting_provisional_rows_into_the_four_out
         "confidence",
         F.when(F.col("correlation_id") == stronger_id, F.lit(0.01)).otherwise(F.col("confidence")),
     )
-    view = registry.get("gold.provisional_correlations")
-    window = (START.replace(year=2025, month=1, day=1), START.replace(year=2025, month=4, day=1))
-    write_provisional(
-        view,
-        claims,
-        batch_id=0,
-        run_id="stream-0",
-        window_start=window[0],
-        window_end=window[1],
-        recorded_at=START,
-    )
+    write_claims(shipped_lakehouse, claims)
 
     result = publish(registry, out.run_id, clock=clock)
     assert result.status == "published"
-    published = {pair(r): r for r in rows(gold).values() if r["status"] in ("provisional", "authoritative")}
+    published = current_pairs(gold)
     assert {agree, stronger} <= set(published)
     assert restated not in published
-    in_window = {
-        p for p, r in published.items() if window[0] <= r["valid_from"].replace(tzinfo=UTC) < window[1]
-    }
-    missed = in_window - {agree, stronger, restated}
+    missed = missed_pairs(published, {agree, stronger, restated})
     assert missed == {gap}, sorted(missed)
     expected = {"agree": 1, "batch_stronger": 1, "false_positive": 1, "missed": 1}
     assert result.provisional is not None
